@@ -1,0 +1,85 @@
+/**
+ * The one tRPC setup file: context, initialisation, procedures. `t` stays private to this module.
+ */
+import { initTRPC, TRPCError } from '@trpc/server';
+import superjson from 'superjson';
+import { ZodError, z } from 'zod';
+import { env } from '~/env';
+import { InvalidApiTokenError, type Principal, resolvePrincipal } from './auth/principal.ts';
+import { db } from './db.ts';
+import { ShopError } from './errors.ts';
+import { createProviderClient, type PaymentProvider } from './payments/provider-client.ts';
+
+export interface CreateContextOptions {
+  headers: Headers;
+  /** Response headers of the HTTP handler; absent for server-side callers. */
+  resHeaders?: Headers;
+  deps?: Partial<ContextDeps>;
+}
+
+interface ContextDeps {
+  db: typeof db;
+  provider: PaymentProvider;
+}
+
+export async function createTRPCContext(options: CreateContextOptions) {
+  const deps: ContextDeps = {
+    db: options.deps?.db ?? db,
+    provider:
+      options.deps?.provider ??
+      createProviderClient({ baseUrl: env.PROVIDER_URL, secretKey: env.PROVIDER_SECRET_KEY }),
+  };
+  let principal: Principal | null = null;
+  let principalError: InvalidApiTokenError | null = null;
+  try {
+    principal = await resolvePrincipal(options.headers, { db: deps.db, sessionSecret: env.SESSION_SECRET });
+  } catch (error) {
+    if (!(error instanceof InvalidApiTokenError)) throw error;
+    principalError = error;
+  }
+  return { ...deps, principal, principalError, headers: options.headers, resHeaders: options.resHeaders };
+}
+export type Context = Awaited<ReturnType<typeof createTRPCContext>>;
+
+const t = initTRPC.context<Context>().create({
+  transformer: superjson,
+  errorFormatter({ shape, error }) {
+    const cause = error.cause;
+    return {
+      ...shape,
+      data: {
+        ...shape.data,
+        // Machine-readable detail for clients: which field failed, or which business rule.
+        fieldErrors: cause instanceof ZodError ? z.flattenError(cause).fieldErrors : undefined,
+        reason: cause instanceof ShopError ? cause.reason : undefined,
+      },
+    };
+  },
+});
+
+export const createTRPCRouter = t.router;
+export const createCallerFactory = t.createCallerFactory;
+
+/** Turns domain errors into tRPC errors with the right code, keeping the original as `cause`. */
+const domainErrors = t.middleware(async ({ next }) => {
+  const result = await next();
+  if (!result.ok && result.error.cause instanceof ShopError) {
+    const cause = result.error.cause;
+    return { ...result, error: new TRPCError({ code: cause.code, message: cause.message, cause }) };
+  }
+  return result;
+});
+
+export const publicProcedure = t.procedure.use(domainErrors);
+
+/** Requires a principal and narrows `ctx.principal` to non-null for the procedures built on it. */
+export const principalProcedure = publicProcedure.use(({ ctx, next }) => {
+  if (ctx.principalError) throw new TRPCError({ code: 'UNAUTHORIZED', message: ctx.principalError.message });
+  if (!ctx.principal) {
+    throw new TRPCError({
+      code: 'UNAUTHORIZED',
+      message: 'No session: enable cookies, or send Authorization: Bearer <token>.',
+    });
+  }
+  return next({ ctx: { principal: ctx.principal } });
+});

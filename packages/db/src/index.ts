@@ -1,0 +1,27 @@
+/**
+ * The one way to get a database client in this repo. The generated client lives in ./generated (built by
+ * `prisma generate`, git-ignored); everything else imports models and types from here.
+ */
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from './generated/prisma/client.ts';
+
+export * from './generated/prisma/client.ts';
+
+export interface DatabaseOptions {
+  connectionString: string;
+  /** Pool size per process. Default 10, like `pg`'s own default. */
+  max?: number;
+}
+
+export function createPrismaClient({ connectionString, max = 10 }: DatabaseOptions): PrismaClient {
+  const adapter = new PrismaPg(
+    { connectionString, max },
+    // A dropped connection (Postgres restart, network cut) must surface as a failed query,
+    // never as an unhandled 'error' event that kills the process.
+    { onPoolError: (error) => console.error('[db] pool error:', error.message) },
+  );
+  return new PrismaClient({ adapter });
+}
+
+export type Database = PrismaClient;
+export { generateApiToken, hashApiToken } from './api-tokens.ts';

@@ -1,0 +1,51 @@
+import { defineConfig, devices } from '@playwright/test';
+
+const port = Number(process.env.E2E_PORT ?? 3100);
+const providerPort = Number(process.env.E2E_PROVIDER_PORT ?? 4100);
+export const baseURL = `http://127.0.0.1:${port}`;
+
+export default defineConfig({
+  testDir: 'tests/e2e',
+  fullyParallel: false,
+  workers: 1,
+  retries: 0,
+  reporter: process.env.CI ? [['list']] : [['list'], ['html', { open: 'never' }]],
+  timeout: 60_000,
+  use: {
+    baseURL,
+    trace: 'retain-on-failure',
+    screenshot: 'only-on-failure',
+  },
+  projects: [
+    {
+      name: 'chromium',
+      use: {
+        ...devices['Desktop Chrome'],
+        // Debian's chromium: Playwright's own browser download is not reachable here.
+        launchOptions: {
+          executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+          args: [
+            '--disable-background-networking',
+            '--disable-component-update',
+            '--disable-sync',
+            '--no-first-run',
+          ],
+        },
+      },
+    },
+  ],
+  webServer: {
+    // A fresh database for the run (dropped on exit), the provider with its test knobs, and `next start`.
+    command: 'node --import tsx scripts/stack.ts e2e',
+    url: `${baseURL}/api/health`,
+    env: {
+      PORT: String(port),
+      PROVIDER_PORT: String(providerPort),
+      EMBEDDED_PG_PORT: process.env.E2E_PG_PORT ?? '54339',
+    },
+    reuseExistingServer: false,
+    timeout: 180_000,
+    stdout: 'pipe',
+    gracefulShutdown: { signal: 'SIGTERM', timeout: 15_000 },
+  },
+});

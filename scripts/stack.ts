@@ -1,0 +1,192 @@
+/**
+ * Runs the whole local stack: database → migrations → seed → payment provider → web app.
+ *
+ *   tsx scripts/stack.ts dev     `pnpm dev`:   next dev, data kept in .data/
+ *   tsx scripts/stack.ts start   `pnpm start`: next start (after `pnpm build`), data kept in .data/
+ *   tsx scripts/stack.ts e2e     Playwright:   next start on a fresh database that is dropped on exit
+ *
+ * With DATABASE_URL the named database is used (e2e creates a scratch database on that server). Without it,
+ * a real Postgres is embedded from npm. Ctrl-C stops everything this script started.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { createPrismaClient } from '@idem/db';
+import { seedDatabase } from '../prisma/seed.ts';
+import { demoUsers } from '../prisma/seed-data.ts';
+import { migrateDatabase, repoRoot, runPrisma } from './lib/migrate.ts';
+import {
+  assertPortFree,
+  createDatabase,
+  databaseExists,
+  databaseNameOf,
+  dropDatabase,
+  messageOf,
+  type PostgresServer,
+  StackError,
+  scratchDatabaseName,
+  startEmbeddedServer,
+  useExternalServer,
+  withDatabase,
+} from './lib/postgres.ts';
+import { type ManagedProcess, startProcess, stopProcesses, waitForHttp } from './lib/processes.ts';
+
+type Mode = 'dev' | 'start' | 'e2e';
+
+const mode = process.argv[2] as Mode;
+if (!['dev', 'start', 'e2e'].includes(mode)) {
+  console.error('usage: tsx scripts/stack.ts dev|start|e2e');
+  process.exit(2);
+}
+
+const webPort = Number(process.env.PORT ?? (mode === 'e2e' ? 3100 : 3000));
+const providerPort = Number(process.env.PROVIDER_PORT ?? (mode === 'e2e' ? 4100 : 4000));
+const host = process.env.HOST ?? '127.0.0.1';
+const dataDir = path.resolve(repoRoot, process.env.IDEM_DATA_DIR ?? '.data');
+// 5432 usually belongs to a system Postgres; the embedded one stays out of its way.
+const embeddedPort = Number(process.env.EMBEDDED_PG_PORT ?? (mode === 'e2e' ? 54339 : 54329));
+
+const cleanups: Array<() => Promise<void>> = [];
+const children: ManagedProcess[] = [];
+let stopping = false;
+
+function log(message: string) {
+  console.log(`\x1b[1m[idem]\x1b[0m ${message}`);
+}
+
+async function shutdown(exitCode: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    log('stopping…');
+    await stopProcesses(children);
+    for (const cleanup of cleanups.reverse()) {
+      await cleanup().catch((error) => console.error(`[idem] cleanup failed: ${messageOf(error)}`));
+    }
+    log('stopped.');
+  }
+  process.exit(exitCode);
+}
+
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => void shutdown(0));
+}
+
+async function provisionDatabase(): Promise<string> {
+  let server: PostgresServer;
+  const externalUrl = process.env.DATABASE_URL;
+  if (externalUrl) {
+    server = await useExternalServer(externalUrl);
+  } else {
+    const pgdata =
+      mode === 'e2e' ? mkdtempSync(path.join(os.tmpdir(), 'idem-e2e-pg-')) : path.join(dataDir, 'postgres');
+    if (mode === 'e2e') cleanups.push(async () => rmSync(pgdata, { recursive: true, force: true }));
+    log(`no DATABASE_URL: starting embedded Postgres on 127.0.0.1:${embeddedPort}…`);
+    server = await startEmbeddedServer({ dataDir: pgdata, port: embeddedPort });
+  }
+  cleanups.push(() => server.stop());
+  log(`database server: ${server.description}`);
+
+  if (mode === 'e2e') {
+    const name = scratchDatabaseName('idem_e2e');
+    const url = await createDatabase(server.adminUrl, name);
+    cleanups.push(() => dropDatabase(server.adminUrl, name));
+    return url;
+  }
+  if (externalUrl) return externalUrl;
+  if (!(await databaseExists(server.adminUrl, 'idem'))) await createDatabase(server.adminUrl, 'idem');
+  return withDatabase(server.adminUrl, 'idem');
+}
+
+/** `next start` in production mode needs a real secret; keep one per checkout so sessions survive restarts. */
+async function sessionSecret(): Promise<string | undefined> {
+  if (process.env.SESSION_SECRET) return process.env.SESSION_SECRET;
+  if (mode === 'dev') return undefined; // env.ts has a development default
+  if (mode === 'e2e') return randomBytes(32).toString('base64url');
+  const file = path.join(dataDir, 'session-secret');
+  if (!existsSync(file)) {
+    await mkdir(dataDir, { recursive: true });
+    writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600 });
+  }
+  return readFileSync(file, 'utf8').trim();
+}
+
+async function main() {
+  await assertPortFree(webPort, host);
+  await assertPortFree(providerPort, host);
+
+  if (mode === 'dev') {
+    const generated = runPrisma(['generate']);
+    if (generated.status !== 0) throw new StackError(`prisma generate failed:\n${generated.stderr}`);
+  } else if (!existsSync(path.join(repoRoot, 'apps/web/.next/BUILD_ID'))) {
+    throw new StackError('No production build of apps/web: run `pnpm build` first.');
+  }
+
+  const databaseUrl = await provisionDatabase();
+  const { applied } = await migrateDatabase(databaseUrl);
+  log(`migrations applied: ${applied.length} (${databaseNameOf(databaseUrl)})`);
+
+  const db = createPrismaClient({ connectionString: databaseUrl, max: 1 });
+  const { productsCreated } = await seedDatabase(db).finally(() => db.$disconnect());
+  if (productsCreated > 0) log(`seeded ${productsCreated} products`);
+
+  const providerUrl = `http://${host}:${providerPort}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    PROVIDER_URL: providerUrl,
+    NEXT_TELEMETRY_DISABLED: '1',
+  };
+  const secret = await sessionSecret();
+  if (secret) env.SESSION_SECRET = secret;
+
+  const tsx = ['--import', 'tsx'];
+  children.push(
+    startProcess('provider', process.execPath, [...tsx, 'apps/provider/src/main.ts'], {
+      cwd: repoRoot,
+      env: {
+        ...env,
+        PORT: String(providerPort),
+        HOST: host,
+        PROVIDER_TEST_KNOBS: mode === 'e2e' ? '1' : (process.env.PROVIDER_TEST_KNOBS ?? '0'),
+      },
+      color: 35,
+    }),
+  );
+  const nextBin = path.join(repoRoot, 'apps/web/node_modules/next/dist/bin/next');
+  children.push(
+    startProcess(
+      'web',
+      process.execPath,
+      [nextBin, mode === 'dev' ? 'dev' : 'start', '-p', String(webPort), '-H', host],
+      {
+        cwd: path.join(repoRoot, 'apps/web'),
+        env: { ...env, PORT: String(webPort), NODE_ENV: mode === 'dev' ? 'development' : 'production' },
+        color: 36,
+      },
+    ),
+  );
+  for (const child of children) {
+    void child.exited.then((code) => {
+      if (stopping) return;
+      console.error(`[idem] ${child.name} exited unexpectedly (code ${code}); stopping the stack.`);
+      void shutdown(1);
+    });
+  }
+
+  const alive = () => !stopping;
+  await waitForHttp(`${providerUrl}/health`, 60_000, alive);
+  await waitForHttp(`http://${host}:${webPort}/api/health`, 120_000, alive);
+  log(`checkout ready at http://${host === '127.0.0.1' ? 'localhost' : host}:${webPort}`);
+  log(`payment provider at ${providerUrl}`);
+  log('demo API tokens (Authorization: Bearer <token>):');
+  for (const demo of demoUsers) log(`  ${demo.email.padEnd(20)} ${demo.token}`);
+  log('press Ctrl-C to stop');
+}
+
+main().catch(async (error) => {
+  console.error(`\x1b[31m[idem] ${error instanceof StackError ? error.message : messageOf(error)}\x1b[0m`);
+  if (!(error instanceof StackError) && error instanceof Error && error.stack) console.error(error.stack);
+  await shutdown(1);
+});
