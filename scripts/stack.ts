@@ -91,7 +91,8 @@ async function provisionDatabase(): Promise<string> {
   if (mode === 'e2e') {
     const name = scratchDatabaseName('idem_e2e');
     const url = await createDatabase(server.adminUrl, name);
-    cleanups.push(() => dropDatabase(server.adminUrl, name));
+    // An embedded cluster is deleted whole; on a shared server, drop what this run created.
+    if (externalUrl) cleanups.push(() => dropDatabase(server.adminUrl, name));
     return url;
   }
   if (externalUrl) return externalUrl;

@@ -21,7 +21,7 @@ export function migrationNames(): string[] {
 }
 
 export function runPrisma(args: string[], databaseUrl?: string) {
-  const env = { ...process.env, PRISMA_HIDE_UPDATE_MESSAGE: '1' };
+  const env: NodeJS.ProcessEnv = { ...process.env, PRISMA_HIDE_UPDATE_MESSAGE: '1' };
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   return spawnSync(process.execPath, [prismaCli, ...args], { cwd: repoRoot, env, encoding: 'utf8' });
 }

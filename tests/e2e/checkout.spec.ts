@@ -55,7 +55,7 @@ test('a declined card shows a clear error and creates no paid order', async ({ p
   await page.getByLabel('Test card').selectOption('tok_chargeDeclined');
   await page.getByRole('button', { name: 'Pay $42.00' }).click();
 
-  await expect(page.getByRole('alert')).toHaveText('Your card was declined.');
+  await expect(page.getByTestId('checkout-error')).toHaveText('Your card was declined.');
   // Still on checkout, the cart kept, the form usable again.
   await expect(page).toHaveURL(/\/checkout$/);
   await expect(page.getByTestId('cart-count')).toHaveText('1');
@@ -73,5 +73,5 @@ test('the form explains bad input before anything is sent', async ({ page }) => 
   await page.goto('/checkout');
   await page.getByLabel('Email for the receipt').fill('not-an-email');
   await page.getByRole('button', { name: /^Pay / }).click();
-  await expect(page.getByRole('alert')).toHaveText('Enter a valid email address.');
+  await expect(page.getByTestId('checkout-error')).toHaveText('Enter a valid email address.');
 });

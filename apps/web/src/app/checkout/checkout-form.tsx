@@ -107,6 +107,7 @@ export function CheckoutForm() {
         {errorMessage && (
           <p
             role="alert"
+            data-testid="checkout-error"
             className="mt-5 rounded-lg border border-red-200 bg-red-50 px-4 py-3 text-sm text-red-800"
           >
             {errorMessage}
