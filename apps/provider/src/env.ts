@@ -1,0 +1,71 @@
+/**
+ * Environment for `main.ts`, parsed exactly once with zod so a misconfiguration fails at startup with one readable
+ * line instead of surfacing later as an odd runtime error.
+ */
+import { z } from 'zod';
+
+export const DEFAULT_SECRET_KEY = 'sk_test_idem';
+
+// An exported-but-empty variable (`PORT= pnpm start`) means "unset", as most shells and dotenv files intend it.
+const unsetIfEmpty = (value: unknown): unknown => (value === '' ? undefined : value);
+
+const EnvSchema = z.object({
+  PORT: z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .regex(/^\d{1,5}$/, 'PORT must be an integer between 0 and 65535')
+      .transform(Number)
+      .pipe(z.number().int().min(0, 'PORT must be >= 0').max(65535, 'PORT must be <= 65535'))
+      .default(4000),
+  ),
+  HOST: z.preprocess(unsetIfEmpty, z.string().default('127.0.0.1')),
+  DATABASE_URL: z.preprocess(
+    unsetIfEmpty,
+    z
+      .string({
+        error: 'DATABASE_URL is required (e.g. DATABASE_URL=postgresql://postgres@127.0.0.1:5432/idem)',
+      })
+      .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must start with postgres:// or postgresql://'),
+  ),
+  PROVIDER_SECRET_KEY: z.preprocess(unsetIfEmpty, z.string().default(DEFAULT_SECRET_KEY)),
+  PROVIDER_TEST_KNOBS: z.preprocess(
+    unsetIfEmpty,
+    z
+      .enum(['0', '1', 'false', 'true'], { error: 'PROVIDER_TEST_KNOBS must be 1 or 0' })
+      .default('0')
+      .transform((value) => value === '1' || value === 'true'),
+  ),
+});
+
+export interface Env {
+  port: number;
+  host: string;
+  databaseUrl: string;
+  secretKey: string;
+  testKnobs: boolean;
+}
+
+/** Thrown with a one-line message that main.ts prints as-is (no stack trace: it is a config error, not a bug). */
+export class EnvError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EnvError';
+  }
+}
+
+export function parseEnv(source: Readonly<Record<string, string | undefined>>): Env {
+  const result = EnvSchema.safeParse(source);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => issue.message);
+    throw new EnvError(`invalid environment: ${problems.join('; ')}`);
+  }
+  const env = result.data;
+  return {
+    port: env.PORT,
+    host: env.HOST,
+    databaseUrl: env.DATABASE_URL,
+    secretKey: env.PROVIDER_SECRET_KEY,
+    testKnobs: env.PROVIDER_TEST_KNOBS,
+  };
+}

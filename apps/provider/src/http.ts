@@ -1,0 +1,213 @@
+/**
+ * HTTP layer: routing, mapping results and errors onto responses, and applying the test knobs.
+ * Handlers return a `Reply` instead of writing to the response, so latency and dropped responses can be
+ * applied uniformly after the work (and its commit) is done.
+ */
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { bearerAuth } from './auth.ts';
+import { readRequestBody } from './body.ts';
+import {
+  assertKnownSource,
+  createCharge,
+  getCharge,
+  listChargesByOrder,
+  parseChargeParams,
+} from './charges.ts';
+import type { Pool } from './db.ts';
+import { ApiError, invalidRequest } from './errors.ts';
+import { fingerprint, keyScope, parseIdempotencyKey, runIdempotent } from './idempotency.ts';
+import { type Knobs, KnobUpdateSchema } from './knobs.ts';
+
+export interface AppDeps {
+  pool: Pool;
+  secretKey: string;
+  /** Present only when test knobs are enabled; otherwise /__knobs is a 404 and nothing can be armed. */
+  knobs: Knobs | undefined;
+  log: (line: string) => void;
+}
+
+interface Reply {
+  status: number;
+  /** Already serialized: stored idempotent responses are sent back byte for byte. */
+  body: string;
+  headers?: Record<string, string>;
+  /** Test knob dropResponseNext: destroy the socket instead of answering. */
+  drop?: boolean;
+}
+
+const json = (status: number, value: unknown, headers?: Record<string, string>): Reply => ({
+  status,
+  body: JSON.stringify(value),
+  ...(headers === undefined ? {} : { headers }),
+});
+
+function notFound(method: string, path: string): ApiError {
+  return new ApiError(404, 'invalid_request_error', `Unrecognized request URL (${method}: ${path}).`);
+}
+
+function methodNotAllowed(method: string, path: string, allowed: readonly string[]): ApiError {
+  return new ApiError(
+    405,
+    'invalid_request_error',
+    `Method ${method} is not allowed on ${path}.`,
+    {},
+    { Allow: allowed.join(', ') },
+  );
+}
+
+const CHARGE_PATH = /^\/v1\/charges\/([^/]+)$/;
+
+export function createRequestListener(deps: AppDeps): RequestListener {
+  const authenticate = bearerAuth(deps.secretKey);
+  const scope = keyScope(deps.secretKey);
+
+  async function route(req: IncomingMessage, method: string, url: URL): Promise<Reply> {
+    const path = url.pathname;
+
+    if (path === '/health') {
+      if (method !== 'GET') throw methodNotAllowed(method, path, ['GET']);
+      return json(200, { ok: true });
+    }
+
+    if (path === '/__knobs' && deps.knobs !== undefined) return knobsRoute(req, method, path, deps.knobs);
+
+    if (path === '/v1' || path.startsWith('/v1/')) {
+      // Authenticate before revealing anything, including which /v1 paths exist.
+      authenticate(req.headers.authorization);
+
+      if (path === '/v1/charges') {
+        if (method === 'POST') return postCharge(req);
+        if (method === 'GET') {
+          const order = url.searchParams.get('order');
+          if (order === null || order === '')
+            throw invalidRequest('Missing required param: order.', { param: 'order' });
+          return json(200, { object: 'list', data: await listChargesByOrder(deps.pool, order) });
+        }
+        throw methodNotAllowed(method, path, ['GET', 'POST']);
+      }
+
+      const match = CHARGE_PATH.exec(path);
+      if (match?.[1] !== undefined) {
+        if (method !== 'GET') throw methodNotAllowed(method, path, ['GET']);
+        const id = safeDecode(match[1]);
+        const charge = id === undefined ? undefined : await getCharge(deps.pool, id);
+        if (charge === undefined) {
+          throw new ApiError(404, 'invalid_request_error', `No such charge: '${id ?? match[1]}'`, {
+            code: 'resource_missing',
+            param: 'id',
+          });
+        }
+        return json(200, charge);
+      }
+    }
+
+    throw notFound(method, path);
+  }
+
+  async function postCharge(req: IncomingMessage): Promise<Reply> {
+    // Everything that can be a 400 is checked before the key is claimed: rejected requests are never stored.
+    const key = parseIdempotencyKey(req.headers['idempotency-key']);
+    const params = parseChargeParams(await readRequestBody(req));
+    assertKnownSource(params.source);
+
+    if (deps.knobs?.takeFailure()) {
+      // Before any database work: the simulated outage neither charges nor claims the key.
+      throw new ApiError(500, 'api_error', 'Simulated provider failure (test knob failNext).');
+    }
+
+    let reply: Reply;
+    if (key === undefined) {
+      reply = await createCharge(deps.pool, params);
+    } else {
+      const outcome = await runIdempotent(
+        deps.pool,
+        { scope, key, fingerprint: fingerprint(params) },
+        (client) => createCharge(client, params),
+      );
+      reply = {
+        ...outcome.response,
+        ...(outcome.kind === 'replayed' ? { headers: { 'Idempotent-Replayed': 'true' } } : {}),
+      };
+    }
+    // Taken only once the call produced its (committed) response, so a 422/409/500 does not use up a drop.
+    if (deps.knobs?.takeDrop()) reply.drop = true;
+    return reply;
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const method = req.method ?? 'GET';
+    const url = new URL(req.url ?? '/', 'http://provider.invalid');
+
+    let reply: Reply;
+    try {
+      reply = await route(req, method, url);
+    } catch (err) {
+      reply = errorReply(err, `${method} ${url.pathname}`, deps.log);
+    }
+
+    // Latency is added after the work has committed: the classic "charged, but the response was late" case.
+    if (deps.knobs !== undefined && method === 'POST' && url.pathname === '/v1/charges') {
+      const delay = deps.knobs.latencyMs;
+      if (delay > 0) await sleep(delay);
+    }
+
+    if (reply.drop) {
+      req.socket.destroy(); // Simulated lost response: the charge exists, the client never hears about it.
+      return;
+    }
+    if (res.destroyed || res.headersSent) return; // The client went away meanwhile.
+    res.writeHead(reply.status, {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': Buffer.byteLength(reply.body),
+      'Cache-Control': 'no-store',
+      ...reply.headers,
+    });
+    res.end(reply.body);
+  }
+
+  return (req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      // Last resort (e.g. writing to a broken socket): never leave an unhandled rejection behind.
+      deps.log(`provider: failed to answer ${req.method ?? ''} ${req.url ?? ''}: ${describe(err)}`);
+      if (!res.headersSent) res.destroy();
+    });
+  };
+}
+
+async function knobsRoute(req: IncomingMessage, method: string, path: string, knobs: Knobs): Promise<Reply> {
+  if (method === 'GET') return json(200, knobs.snapshot());
+  if (method === 'DELETE') return json(200, knobs.reset());
+  if (method === 'POST') {
+    const body = await readRequestBody(req);
+    const result = KnobUpdateSchema.safeParse(body.kind === 'json' ? body.value : undefined);
+    if (!result.success) {
+      const issue = result.error.issues[0];
+      const param = issue?.path.map(String).join('.') ?? '';
+      throw invalidRequest(
+        `Invalid knobs: ${issue?.message ?? 'expected a JSON object'} ${param === '' ? '' : `(${param})`}`.trim(),
+        param === '' ? {} : { param },
+      );
+    }
+    return json(200, knobs.set(result.data));
+  }
+  throw methodNotAllowed(method, path, ['GET', 'POST', 'DELETE']);
+}
+
+function errorReply(err: unknown, what: string, log: (line: string) => void): Reply {
+  if (err instanceof ApiError) return json(err.status, err.toBody(), { ...err.headers });
+  log(`provider: ${what} failed: ${describe(err)}`);
+  return json(500, { error: { type: 'api_error', message: 'An unexpected error occurred. Please retry.' } });
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? (err.stack ?? err.message) : String(err);
+}
+
+function safeDecode(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}

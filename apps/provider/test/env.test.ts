@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { EnvError, parseEnv } from '../src/env.ts';
+
+const URL = 'postgresql://postgres@127.0.0.1:5432/idem';
+
+describe('parseEnv', () => {
+  it('applies the defaults', () => {
+    expect(parseEnv({ DATABASE_URL: URL })).toEqual({
+      port: 4000,
+      host: '127.0.0.1',
+      databaseUrl: URL,
+      secretKey: 'sk_test_idem',
+      testKnobs: false,
+    });
+  });
+
+  it('reads every variable, and treats empty ones as unset', () => {
+    expect(
+      parseEnv({
+        DATABASE_URL: URL,
+        PORT: '0',
+        HOST: '0.0.0.0',
+        PROVIDER_SECRET_KEY: 'sk_x',
+        PROVIDER_TEST_KNOBS: '1',
+      }),
+    ).toEqual({ port: 0, host: '0.0.0.0', databaseUrl: URL, secretKey: 'sk_x', testKnobs: true });
+    expect(parseEnv({ DATABASE_URL: URL, PORT: '', HOST: '', PROVIDER_TEST_KNOBS: '' })).toMatchObject({
+      port: 4000,
+      host: '127.0.0.1',
+      testKnobs: false,
+    });
+    expect(parseEnv({ DATABASE_URL: URL, PROVIDER_TEST_KNOBS: '0' }).testKnobs).toBe(false);
+  });
+
+  it.each([
+    [{}, /DATABASE_URL is required/],
+    [{ DATABASE_URL: '' }, /DATABASE_URL is required/],
+    [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL must start with postgres/],
+    [{ DATABASE_URL: URL, PORT: '65536' }, /PORT must be <= 65535/],
+    [{ DATABASE_URL: URL, PORT: '-1' }, /PORT must be an integer/],
+    [{ DATABASE_URL: URL, PORT: '80abc' }, /PORT must be an integer/],
+    [{ DATABASE_URL: URL, PROVIDER_TEST_KNOBS: 'yes' }, /PROVIDER_TEST_KNOBS must be 1 or 0/],
+  ])('rejects %j with a one-line message', (env, message) => {
+    expect(() => parseEnv(env)).toThrow(EnvError);
+    expect(() => parseEnv(env)).toThrow(message);
+  });
+
+  it('reports every problem at once', () => {
+    expect(() => parseEnv({ PORT: 'x' })).toThrow(/PORT must be an integer.*; DATABASE_URL is required/);
+  });
+});
