@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { env } from '~/env';
 import { signGuestSession } from '~/server/auth/session';
 import { db } from '~/server/db';
+import { reasonOf } from '~/server/errors';
 import { createProviderClient } from '~/server/payments/provider-client';
 import { createCaller } from '~/server/root';
 import { createTRPCContext } from '~/server/trpc';
@@ -36,8 +37,11 @@ function callerWith(headers: Record<string, string>, providerUrl = provider.url)
     }),
   );
 }
-const asAlice = () => callerWith({ authorization: `Bearer ${alice?.token}` });
-const asBob = () => callerWith({ authorization: `Bearer ${bob?.token}` });
+// Each caller is one request with a fresh Idempotency-Key (one intent), unless a key is given.
+const asAlice = (key: string = crypto.randomUUID()) =>
+  callerWith({ authorization: `Bearer ${alice?.token}`, 'idempotency-key': key });
+const asBob = (key: string = crypto.randomUUID()) =>
+  callerWith({ authorization: `Bearer ${bob?.token}`, 'idempotency-key': key });
 
 async function stockOf(sku: string) {
   return (await db.product.findUniqueOrThrow({ where: { sku } })).stock;
@@ -50,7 +54,7 @@ async function expectTrpcError(promise: Promise<unknown>, code: TRPCError['code'
   );
   expect(error).toBeInstanceOf(TRPCError);
   expect((error as TRPCError).code).toBe(code);
-  if (reason) expect(((error as TRPCError).cause as { reason?: string }).reason).toBe(reason);
+  if (reason) expect(reasonOf(error as TRPCError)).toBe(reason);
   return error as TRPCError;
 }
 
@@ -170,17 +174,32 @@ describe('checkout.placeOrder', () => {
     await expectTrpcError(asAlice().checkout.placeOrder(input as never), 'BAD_REQUEST');
   });
 
-  it('a provider outage is a server error and leaves no paid order', async () => {
+  it('a provider outage is a 503 that leaves no paid order, and a retry with the same key finishes it', async () => {
+    const key = crypto.randomUUID();
+    const input = {
+      items: [{ sku: 'BOTTLE-STEEL', quantity: 1 }],
+      email: 'alice@example.com',
+      cardToken: 'tok_visa',
+    };
+    const before = await stockOf('BOTTLE-STEEL');
     const closedPort = 'http://127.0.0.1:9'; // discard port: nothing listens
     const error = await expectTrpcError(
-      callerWith({ authorization: `Bearer ${alice?.token}` }, closedPort).checkout.placeOrder({
-        items: [{ sku: 'BOTTLE-STEEL', quantity: 1 }],
-        email: 'alice@example.com',
-        cardToken: 'tok_visa',
-      }),
-      'INTERNAL_SERVER_ERROR',
+      callerWith(
+        { authorization: `Bearer ${alice?.token}`, 'idempotency-key': key },
+        closedPort,
+      ).checkout.placeOrder(input),
+      'SERVICE_UNAVAILABLE',
     );
-    expect(error.cause?.name).toBe('PaymentProviderUnavailableError');
+    expect(error.name).toBe('PaymentProviderUnavailableError');
+    const pending = await db.order.findMany({
+      where: { principal: { startsWith: 'user:' }, status: 'pending' },
+    });
+    expect(pending).toHaveLength(1);
+
+    // The key was released (a transient failure is not stored): the retry resumes the same order.
+    const order = await asAlice(key).checkout.placeOrder(input);
+    expect(order).toMatchObject({ id: pending[0]?.id, status: 'paid' });
+    expect(await stockOf('BOTTLE-STEEL')).toBe(before - 1);
   });
 });
 

@@ -42,7 +42,7 @@ describe('POST /api/trpc/checkout.placeOrder', () => {
             cardToken: 'tok_visa',
           },
         },
-        { authorization: `Bearer ${demoUsers[0]?.token}` },
+        { authorization: `Bearer ${demoUsers[0]?.token}`, 'idempotency-key': crypto.randomUUID() },
       ),
     );
     expect(response.status).toBe(200);
@@ -59,9 +59,7 @@ describe('POST /api/trpc/checkout.placeOrder', () => {
     const invalid = await POST(
       placeOrderRequest(
         { json: { items: [], email: 'x', cardToken: 'tok_visa' } },
-        {
-          authorization: `Bearer ${demoUsers[0]?.token}`,
-        },
+        { authorization: `Bearer ${demoUsers[0]?.token}`, 'idempotency-key': crypto.randomUUID() },
       ),
     );
     expect(invalid.status).toBe(400);
@@ -81,7 +79,7 @@ describe('POST /api/trpc/checkout.placeOrder', () => {
             cardToken: 'tok_chargeDeclined',
           },
         },
-        { authorization: `Bearer ${demoUsers[1]?.token}` },
+        { authorization: `Bearer ${demoUsers[1]?.token}`, 'idempotency-key': crypto.randomUUID() },
       ),
     );
     expect(response.status).toBe(402);

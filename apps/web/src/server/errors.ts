@@ -1,9 +1,9 @@
 /**
- * Business errors of the shop. Each has a stable `reason` (machine-readable, in the tRPC error's
- * `data.reason`) and maps to one tRPC code. These are deterministic: the same request fails the same way,
- * which is what later lets the idempotency layer store and replay them.
+ * Business errors of the shop. Each is a TRPCError with the right code from the moment it is thrown, so every
+ * layer between the service and the wire (the idempotency middleware in particular, which stores and replays
+ * deterministic errors) sees the same code; `reason` is the stable machine-readable detail (`data.reason`).
  */
-import type { TRPC_ERROR_CODE_KEY } from '@trpc/server';
+import { type TRPC_ERROR_CODE_KEY, TRPCError } from '@trpc/server';
 
 export const ShopErrorReason = {
   unknownProduct: 'unknown_product',
@@ -20,19 +20,32 @@ const codeByReason: Record<ShopErrorReason, TRPC_ERROR_CODE_KEY> = {
   order_not_found: 'NOT_FOUND',
 };
 
-export class ShopError extends Error {
+export class ShopError extends TRPCError {
   override name = 'ShopError';
-  readonly code: TRPC_ERROR_CODE_KEY;
   constructor(
     readonly reason: ShopErrorReason,
     message: string,
   ) {
-    super(message);
-    this.code = codeByReason[reason];
+    super({ code: codeByReason[reason], message });
   }
 }
 
-/** The provider could not be reached or failed (5xx, timeout): nothing was decided, a retry may succeed. */
-export class PaymentProviderUnavailableError extends Error {
+/**
+ * The provider could not be reached or failed (5xx, timeout): nothing was decided. 503, so clients retry —
+ * with the same Idempotency-Key, which makes the retry safe.
+ */
+export class PaymentProviderUnavailableError extends TRPCError {
   override name = 'PaymentProviderUnavailableError';
+  constructor(message: string) {
+    super({ code: 'SERVICE_UNAVAILABLE', message });
+  }
+}
+
+/** The business reason of an error, also when it is a replay of a stored one (its cause carries the reason). */
+export function reasonOf(error: TRPCError): string | undefined {
+  if (error instanceof ShopError) return error.reason;
+  const cause: unknown = error.cause;
+  if (cause && typeof cause === 'object' && 'reason' in cause && typeof cause.reason === 'string')
+    return cause.reason;
+  return undefined;
 }

@@ -7,13 +7,15 @@ import { ZodError, z } from 'zod';
 import { env } from '~/env';
 import { InvalidApiTokenError, type Principal, resolvePrincipal } from './auth/principal.ts';
 import { db } from './db.ts';
-import { ShopError } from './errors.ts';
+import { reasonOf } from './errors.ts';
 import { createProviderClient, type PaymentProvider } from './payments/provider-client.ts';
 
 export interface CreateContextOptions {
   headers: Headers;
   /** Response headers of the HTTP handler; absent for server-side callers. */
   resHeaders?: Headers;
+  /** True when the HTTP request carries several tRPC operations (a batch of more than one). */
+  isBatch?: boolean;
   deps?: Partial<ContextDeps>;
 }
 
@@ -37,7 +39,14 @@ export async function createTRPCContext(options: CreateContextOptions) {
     if (!(error instanceof InvalidApiTokenError)) throw error;
     principalError = error;
   }
-  return { ...deps, principal, principalError, headers: options.headers, resHeaders: options.resHeaders };
+  return {
+    ...deps,
+    principal,
+    principalError,
+    headers: options.headers,
+    resHeaders: options.resHeaders,
+    isBatch: options.isBatch ?? false,
+  };
 }
 export type Context = Awaited<ReturnType<typeof createTRPCContext>>;
 
@@ -51,7 +60,7 @@ const t = initTRPC.context<Context>().create({
         ...shape.data,
         // Machine-readable detail for clients: which field failed, or which business rule.
         fieldErrors: cause instanceof ZodError ? z.flattenError(cause).fieldErrors : undefined,
-        reason: cause instanceof ShopError ? cause.reason : undefined,
+        reason: reasonOf(error),
       },
     };
   },
@@ -60,17 +69,7 @@ const t = initTRPC.context<Context>().create({
 export const createTRPCRouter = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
-/** Turns domain errors into tRPC errors with the right code, keeping the original as `cause`. */
-const domainErrors = t.middleware(async ({ next }) => {
-  const result = await next();
-  if (!result.ok && result.error.cause instanceof ShopError) {
-    const cause = result.error.cause;
-    return { ...result, error: new TRPCError({ code: cause.code, message: cause.message, cause }) };
-  }
-  return result;
-});
-
-export const publicProcedure = t.procedure.use(domainErrors);
+export const publicProcedure = t.procedure;
 
 /** Requires a principal and narrows `ctx.principal` to non-null for the procedures built on it. */
 export const principalProcedure = publicProcedure.use(({ ctx, next }) => {

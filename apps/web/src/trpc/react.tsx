@@ -39,7 +39,15 @@ export function TRPCReactProvider({ children }: { children: ReactNode }) {
         // queries are batched.
         splitLink({
           condition: (op) => op.type === 'mutation',
-          true: httpLink({ url: '/api/trpc', transformer: superjson }),
+          true: httpLink({
+            url: '/api/trpc',
+            transformer: superjson,
+            // A mutation made with `trpc: { context: { idempotencyKey } }` carries its key as the header.
+            headers: ({ op }) => {
+              const key = op.context.idempotencyKey;
+              return typeof key === 'string' ? { 'Idempotency-Key': key } : {};
+            },
+          }),
           false: httpBatchLink({ url: '/api/trpc', transformer: superjson }),
         }),
       ],

@@ -16,12 +16,23 @@ export function CheckoutForm() {
   const [email, setEmail] = useState('');
   const [cardToken, setCardToken] = useState<string>(TEST_CARD_TOKENS[0].token);
   const [formError, setFormError] = useState<string | null>(null);
+  // One key per purchase attempt: reused if the same payment is retried, replaced once the server gave a
+  // definite answer. (The full intent-key hook with reload/back-button survival is packages/idempotency/react.)
+  const [idempotencyKey, setIdempotencyKey] = useState(() => crypto.randomUUID());
 
   const placeOrder = useMutation(
     trpc.checkout.placeOrder.mutationOptions({
+      trpc: { context: { idempotencyKey } },
       onSuccess(order) {
         cart.clear();
         router.push(`/orders/${order.id}?placed=1`);
+      },
+      onError(error) {
+        const status = error.data?.httpStatus;
+        // A stored business answer (declined, out of stock) is final for this key: the next attempt is a new one.
+        if (status !== undefined && status >= 400 && status < 500 && status !== 409) {
+          setIdempotencyKey(crypto.randomUUID());
+        }
       },
     }),
   );

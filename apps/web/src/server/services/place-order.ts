@@ -1,7 +1,12 @@
 /**
  * Placing an order: price it from the catalog, reserve stock, charge the card, record the payment.
  * This is the one function the idempotency layer wraps; keep every effect of a checkout in here.
+ *
+ * It is also safe to run again for the same order id (a retry after a crash, or a retry that took over an
+ * expired lease): the order id comes from the caller's Idempotency-Key, an existing order is resumed instead
+ * of created twice, and the provider charge carries a key derived from that id, so the card is charged once.
  */
+import { createHash } from 'node:crypto';
 import type { Database } from '@idem/db';
 import type { PlaceOrderInput } from '~/lib/schemas';
 import { ShopError } from '../errors.ts';
@@ -13,12 +18,36 @@ export interface PlaceOrderDeps {
   provider: PaymentProvider;
 }
 
-export async function placeOrder(
-  deps: PlaceOrderDeps,
-  principalId: string,
-  input: PlaceOrderInput,
-): Promise<OrderView> {
-  const order = await reserveOrder(deps.db, principalId, input);
+export interface PlaceOrderRequest {
+  principalId: string;
+  /** Deterministic per intent: see `orderIdForIntent`. */
+  orderId: string;
+  input: PlaceOrderInput;
+}
+
+/** The order id for one (principal, Idempotency-Key): a name-based UUID (RFC 9562 v8 layout over SHA-256). */
+export function orderIdForIntent(principalId: string, idempotencyKey: string): string {
+  const bytes = createHash('sha256').update(`order\0${principalId}\0${idempotencyKey}`).digest();
+  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x80; // version 8
+  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80; // RFC 9562 variant
+  const hex = bytes.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+export async function placeOrder(deps: PlaceOrderDeps, request: PlaceOrderRequest): Promise<OrderView> {
+  const { input } = request;
+  const existing = await deps.db.order.findUnique({
+    where: { id: request.orderId },
+    include: orderViewInclude,
+  });
+  if (existing && existing.principal !== request.principalId)
+    throw new Error('Order id collision across principals.');
+  // A previous attempt got this far: finish it rather than start again.
+  if (existing?.status === 'paid') return toOrderView(existing);
+  if (existing?.status === 'payment_failed') {
+    throw new ShopError('card_declined', existing.payment?.failureMessage ?? 'Your card was declined.');
+  }
+  const order = existing ?? (await reserveOrder(deps.db, request));
 
   // The provider key is derived from the order, so it exists before the money moves: a retried charge
   // for this order can never become a second charge.
@@ -71,7 +100,7 @@ export async function placeOrder(
 }
 
 /** Creates the pending order and takes its stock in one transaction, at catalog prices. */
-async function reserveOrder(db: Database, principalId: string, input: PlaceOrderInput) {
+async function reserveOrder(db: Database, { principalId, orderId, input }: PlaceOrderRequest) {
   return db.$transaction(async (tx) => {
     const skus = input.items.map((item) => item.sku);
     const products = await tx.product.findMany({ where: { sku: { in: skus } } });
@@ -100,6 +129,7 @@ async function reserveOrder(db: Database, principalId: string, input: PlaceOrder
 
     return tx.order.create({
       data: {
+        id: orderId,
         principal: principalId,
         email: input.email,
         currency,
@@ -114,7 +144,7 @@ async function reserveOrder(db: Database, principalId: string, input: PlaceOrder
           })),
         },
       },
-      include: { items: true },
+      include: orderViewInclude,
     });
   });
 }

@@ -7,7 +7,8 @@ function handler(req: Request) {
     endpoint: '/api/trpc',
     req,
     router: appRouter,
-    createContext: ({ resHeaders }) => createTRPCContext({ headers: req.headers, resHeaders }),
+    createContext: ({ resHeaders, info }) =>
+      createTRPCContext({ headers: req.headers, resHeaders, isBatch: info.calls.length > 1 }),
     onError({ error, path }) {
       if (error.code === 'INTERNAL_SERVER_ERROR')
         console.error(`[trpc] ${path ?? '<no path>'}:`, error.cause ?? error);

@@ -1,0 +1,22 @@
+/**
+ * Idempotent mutations for this app: keys scoped by the principal, stored in Postgres through Prisma,
+ * results serialized with the router's own transformer (superjson) so replays are byte-identical.
+ */
+import type { Database } from '@idem/db';
+import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '@idem/idempotency/prisma';
+import { createIdempotency } from '@idem/idempotency/trpc';
+import superjson from 'superjson';
+import type { Principal } from './auth/principal.ts';
+import { db } from './db.ts';
+import type { Context } from './trpc.ts';
+
+type AuthedContext = Context & { principal: Principal };
+
+export const idempotency = createIdempotency<AuthedContext, PrismaTransactionLike<Database>>({
+  store: createPrismaIdempotencyStore(db),
+  transformer: superjson,
+  getScope: (ctx) => ctx.principal.id,
+  getRequestHeaders: (ctx) => ctx.headers,
+  getResponseHeaders: (ctx) => ctx.resHeaders,
+  isBatched: (ctx) => ctx.isBatch,
+});

@@ -1,0 +1,88 @@
+/**
+ * Every failure the idempotency layer itself produces: one base class, a stable machine-readable `code`, and
+ * the HTTP status the contract gives it. Adapters (tRPC) map these to their own error types.
+ */
+export const IdempotencyErrorCode = {
+  /** The procedure requires an Idempotency-Key and none was sent. 400. */
+  missingKey: 'idempotency_key_missing',
+  /** The header is empty, too long, not printable ASCII, or a list. 400. */
+  malformedKey: 'idempotency_key_malformed',
+  /** An idempotent mutation arrived inside a batch with other operations. 400. */
+  batched: 'idempotency_batched_request',
+  /** The same key is still being processed by another request. 409 + Retry-After. */
+  inProgress: 'idempotency_request_in_progress',
+  /** This request's claim was taken over (its lease expired) before it finished. 409 + Retry-After. */
+  leaseLost: 'idempotency_lease_lost',
+  /** The key was first used with a different request. 422. */
+  keyReused: 'idempotency_key_reused',
+} as const;
+export type IdempotencyErrorCode = (typeof IdempotencyErrorCode)[keyof typeof IdempotencyErrorCode];
+
+const httpStatusByCode: Record<IdempotencyErrorCode, 400 | 409 | 422> = {
+  idempotency_key_missing: 400,
+  idempotency_key_malformed: 400,
+  idempotency_batched_request: 400,
+  idempotency_request_in_progress: 409,
+  idempotency_lease_lost: 409,
+  idempotency_key_reused: 422,
+};
+
+export class IdempotencyError extends Error {
+  override name = 'IdempotencyError';
+  readonly httpStatus: 400 | 409 | 422;
+  constructor(
+    readonly code: IdempotencyErrorCode,
+    message: string,
+    /** Seconds a client should wait before retrying (409 only). */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+    this.httpStatus = httpStatusByCode[code];
+  }
+}
+
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
+
+export function missingKeyError(): IdempotencyError {
+  return new IdempotencyError(
+    IdempotencyErrorCode.missingKey,
+    `This operation requires an ${IDEMPOTENCY_KEY_HEADER} header (a UUID per intent, reused on every retry).`,
+  );
+}
+
+export function malformedKeyError(reason: string): IdempotencyError {
+  return new IdempotencyError(
+    IdempotencyErrorCode.malformedKey,
+    `The ${IDEMPOTENCY_KEY_HEADER} header is malformed: ${reason}. Send 1–255 printable ASCII characters.`,
+  );
+}
+
+export function batchedError(): IdempotencyError {
+  return new IdempotencyError(
+    IdempotencyErrorCode.batched,
+    'An idempotent mutation must be sent alone, not in a batch: its Idempotency-Key belongs to one operation.',
+  );
+}
+
+export function inProgressError(retryAfterSeconds: number): IdempotencyError {
+  return new IdempotencyError(
+    IdempotencyErrorCode.inProgress,
+    'A request with this Idempotency-Key is still being processed. Retry after a moment with the same key.',
+    retryAfterSeconds,
+  );
+}
+
+export function leaseLostError(retryAfterSeconds: number): IdempotencyError {
+  return new IdempotencyError(
+    IdempotencyErrorCode.leaseLost,
+    'This request took too long and another attempt with the same Idempotency-Key took over. Retry with the same key.',
+    retryAfterSeconds,
+  );
+}
+
+export function keyReusedError(): IdempotencyError {
+  return new IdempotencyError(
+    IdempotencyErrorCode.keyReused,
+    'This Idempotency-Key was already used with a different request. Use a new key for a new request.',
+  );
+}

@@ -1,0 +1,161 @@
+/**
+ * The lifecycle of one idempotent request, independent of any API framework: claim → run once → store →
+ * replay. Adapters (./trpc) turn their framework's request into an `IdempotentRequest` and their result into
+ * a `RunOutcome`.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ResolvedOptions } from './config.ts';
+import { inProgressError, keyReusedError, leaseLostError } from './errors.ts';
+import { type IdempotencyRecord, RecordState, type StoredResponse } from './record.ts';
+import type { IdempotencyStore } from './store.ts';
+
+export interface IdempotentRequest {
+  scope: string;
+  procedure: string;
+  key: string;
+  fingerprint: string;
+}
+
+/**
+ * What running the procedure produced. `response` is what to store and replay, or null when the result must
+ * not be stored (a transient failure or a validation error): then the key is released and a retry runs again.
+ */
+export interface RunOutcome<TResult> {
+  result: TResult;
+  response: StoredResponse | null;
+}
+
+export type HandledRequest<TResult> =
+  /** This request ran the procedure, and its response is stored. */
+  | { kind: 'executed'; result: TResult }
+  /** This request ran the procedure, which failed in a way that is not stored: the key was released. */
+  | { kind: 'released'; result: TResult }
+  /** A duplicate: the first request's stored response. */
+  | { kind: 'replayed'; response: StoredResponse };
+
+/** Transactional mode: the claim, the procedure's writes and the response commit together, or not at all. */
+export async function handleTransactional<TTx, TResult>(
+  store: IdempotencyStore<TTx>,
+  options: ResolvedOptions,
+  request: IdempotentRequest,
+  run: (tx: TTx) => Promise<RunOutcome<TResult>>,
+): Promise<HandledRequest<TResult>> {
+  const owner = randomUUID();
+  let handled: HandledRequest<TResult>;
+  try {
+    handled = await store.transaction(
+      async (tx) => {
+        const claim = await store.claim(
+          {
+            ...request,
+            owner,
+            leaseSeconds: Math.ceil(options.transactionTimeoutMs / 1000),
+            retentionSeconds: options.retentionSeconds,
+          },
+          tx,
+        );
+        if (!claim.claimed)
+          return { kind: 'replayed', response: storedResponseOf(claim.record, request, options) };
+
+        await store.savepoint(tx);
+        const outcome = await run(tx);
+        // Not storable: roll everything back, the claim included, so the key is free for a retry.
+        if (outcome.response === null) throw new ReleaseKey(outcome.result);
+        // A stored error keeps the claim and the error, but none of the procedure's partial writes.
+        if (outcome.response.kind === 'error') await store.rollbackToSavepoint(tx);
+        await store.complete(request, owner, outcome.response, tx);
+        return { kind: 'executed', result: outcome.result };
+      },
+      { lockTimeoutMs: options.lockTimeoutMs, timeoutMs: options.transactionTimeoutMs },
+    );
+  } catch (error) {
+    if (error instanceof ReleaseKey) return { kind: 'released', result: error.result as TResult };
+    // The first request's transaction held the key longer than we may wait.
+    if (store.isLockTimeout(error)) throw inProgressError(options.retryAfterSeconds);
+    throw error;
+  }
+  if (handled.kind === 'replayed') await store.countReplay(request).catch(() => {});
+  return handled;
+}
+
+/**
+ * External mode: the claim commits first under a lease; the procedure runs its outside effect (forwarding
+ * the key); completion is fenced by the lease owner, so a request whose lease was taken over changes nothing.
+ */
+export async function handleExternal<TResult>(
+  store: IdempotencyStore<unknown>,
+  options: ResolvedOptions,
+  request: IdempotentRequest,
+  run: () => Promise<RunOutcome<TResult>>,
+): Promise<HandledRequest<TResult>> {
+  const owner = randomUUID();
+  const claim = await store.claim({
+    ...request,
+    owner,
+    leaseSeconds: options.leaseSeconds,
+    retentionSeconds: options.retentionSeconds,
+  });
+  if (!claim.claimed) {
+    const record = await waitWhileInFlight(store, request, claim.record, options);
+    const response = storedResponseOf(record, request, options);
+    await store.countReplay(request).catch(() => {});
+    return { kind: 'replayed', response };
+  }
+
+  let outcome: RunOutcome<TResult>;
+  try {
+    outcome = await run();
+  } catch (error) {
+    // The adapter turns expected failures into outcomes; anything thrown here is unexpected but did not
+    // complete, and every outside effect carries the key: a retry is safe.
+    await store.release(request, owner).catch(() => {});
+    throw error;
+  }
+  if (outcome.response === null) {
+    await store.release(request, owner);
+    return { kind: 'released', result: outcome.result };
+  }
+  // If this throws (connection lost), the outcome is unknown: the key stays claimed until its lease ends.
+  const stored = await store.complete(request, owner, outcome.response);
+  if (!stored) throw leaseLostError(options.retryAfterSeconds);
+  return { kind: 'executed', result: outcome.result };
+}
+
+/** The response a duplicate gets, or the 422 / 409 that explains why it gets none. */
+function storedResponseOf(
+  record: IdempotencyRecord,
+  request: IdempotentRequest,
+  options: ResolvedOptions,
+): StoredResponse {
+  if (record.fingerprint !== request.fingerprint) throw keyReusedError();
+  if (record.state === RecordState.completed && record.response) return record.response;
+  throw inProgressError(options.retryAfterSeconds);
+}
+
+async function waitWhileInFlight(
+  store: IdempotencyStore<unknown>,
+  request: IdempotentRequest,
+  record: IdempotencyRecord,
+  options: ResolvedOptions,
+): Promise<IdempotencyRecord> {
+  let current = record;
+  const deadline = Date.now() + options.waitForInFlightMs;
+  let pauseMs = 25;
+  while (
+    current.state === RecordState.processing &&
+    current.fingerprint === request.fingerprint &&
+    Date.now() < deadline
+  ) {
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    pauseMs = Math.min(pauseMs * 2, 250);
+    const next = await store.find(request);
+    if (!next) break; // released: the caller answers 409 and its retry runs the procedure
+    current = next;
+  }
+  return current;
+}
+
+/** Carries a non-storable result out of the transaction callback so the transaction rolls back. */
+class ReleaseKey {
+  constructor(readonly result: unknown) {}
+}

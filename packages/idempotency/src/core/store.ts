@@ -1,0 +1,46 @@
+/**
+ * The storage contract. The guarantee rests on the store's unique index on (scope, procedure, key):
+ * `claim` must be ONE atomic statement (INSERT … ON CONFLICT), never a read followed by a write.
+ */
+import type { IdempotencyRecord, RecordKey, StoredResponse } from './record.ts';
+
+export interface ClaimRequest extends RecordKey {
+  fingerprint: string;
+  /** A fresh random token: the lease owner, used to fence completion and release. */
+  owner: string;
+  leaseSeconds: number;
+  retentionSeconds: number;
+}
+
+export type ClaimResult =
+  /** This request owns the key now; `takeover` when it replaced an expired key or an expired lease. */
+  | { claimed: true; takeover: boolean }
+  /** Someone else holds the key: what they left. */
+  | { claimed: false; record: IdempotencyRecord };
+
+export interface TransactionOptions {
+  /** Bound on waiting for a row lock (a concurrent duplicate's uncommitted claim). */
+  lockTimeoutMs: number;
+  timeoutMs: number;
+}
+
+export interface IdempotencyStore<TTx> {
+  /** Atomically claims the key (or takes over an expired one). Inside `tx` when given. */
+  claim(request: ClaimRequest, tx?: TTx): Promise<ClaimResult>;
+  /** Stores the response if `owner` still holds the key; false when the lease was taken over (fenced). */
+  complete(key: RecordKey, owner: string, response: StoredResponse, tx?: TTx): Promise<boolean>;
+  /** Deletes the claim if `owner` still holds it, so a retry runs again. */
+  release(key: RecordKey, owner: string): Promise<boolean>;
+  /** Re-reads a record (used while waiting for an in-flight duplicate). */
+  find(key: RecordKey): Promise<IdempotencyRecord | null>;
+  countReplay(key: RecordKey): Promise<void>;
+  /** Runs `fn` in one transaction whose lock waits are bounded. */
+  transaction<T>(fn: (tx: TTx) => Promise<T>, options: TransactionOptions): Promise<T>;
+  /** Marks the point the procedure's own writes start, so a stored error can keep the claim but not them. */
+  savepoint(tx: TTx): Promise<void>;
+  rollbackToSavepoint(tx: TTx): Promise<void>;
+  /** True when `error` is the database giving up on a lock wait (→ 409, not 500). */
+  isLockTimeout(error: unknown): boolean;
+  /** Deletes up to `batchSize` expired keys whose lease is not live; returns how many. */
+  deleteExpiredBatch(batchSize: number): Promise<number>;
+}

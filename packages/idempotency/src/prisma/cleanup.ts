@@ -1,0 +1,25 @@
+import type { IdempotencyStore } from '../core/store.ts';
+
+export interface CleanupResult {
+  deleted: number;
+  batches: number;
+}
+
+/**
+ * Deletes expired keys in batches (short transactions, no long table lock), never a key whose lease is live.
+ * Safe to run concurrently with itself and with live traffic.
+ */
+export async function cleanupExpiredKeys(
+  store: Pick<IdempotencyStore<unknown>, 'deleteExpiredBatch'>,
+  { batchSize = 1_000, maxBatches = Number.POSITIVE_INFINITY } = {},
+): Promise<CleanupResult> {
+  let deleted = 0;
+  let batches = 0;
+  while (batches < maxBatches) {
+    const count = await store.deleteExpiredBatch(batchSize);
+    batches += 1;
+    deleted += count;
+    if (count < batchSize) break;
+  }
+  return { deleted, batches };
+}

@@ -1,0 +1,11 @@
+/** @idem/idempotency/trpc — idempotent tRPC mutations as `.concat()`-able procedures. */
+
+export { ReplayedErrorCause, toTRPCError } from './errors.ts';
+export {
+  type CreateIdempotencyConfig,
+  createIdempotency,
+  type IdempotencyContext,
+  type IdempotencyEvent,
+  type ResultTransformer,
+  type TransactionalIdempotencyContext,
+} from './middleware.ts';

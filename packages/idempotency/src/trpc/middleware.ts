@@ -1,0 +1,228 @@
+/**
+ * The tRPC adapter: `createIdempotency(config)` returns `.concat()`-able procedures — `transactional()` and
+ * `external()` — that make a mutation safe to retry.
+ *
+ *   placeOrder: authedProcedure.concat(idempotency.external()).input(schema).mutation(…)
+ */
+import { initTRPC, TRPCError } from '@trpc/server';
+import {
+  IdempotencyMode,
+  type IdempotencyOptions,
+  type ResolvedOptions,
+  resolveOptions,
+} from '../core/config.ts';
+import { batchedError, IDEMPOTENCY_KEY_HEADER, IdempotencyError } from '../core/errors.ts';
+import { fingerprintRequest } from '../core/fingerprint.ts';
+import {
+  type HandledRequest,
+  handleExternal,
+  handleTransactional,
+  type IdempotentRequest,
+} from '../core/handler.ts';
+import { parseIdempotencyKey } from '../core/key.ts';
+import { RequestOutcome, type StoredResponse } from '../core/record.ts';
+import type { IdempotencyStore } from '../core/store.ts';
+import { replayedError, storedError, toTRPCError } from './errors.ts';
+
+/** superjson, or any transformer with the same two functions. Must match the router's transformer. */
+export interface ResultTransformer {
+  serialize(value: unknown): unknown;
+  deserialize(value: never): unknown;
+}
+
+export interface IdempotencyEvent {
+  procedure: string;
+  mode: IdempotencyMode;
+  outcome: RequestOutcome;
+  durationMs: number;
+  /** The key itself never leaves the store: logs and metrics get its fingerprint. */
+  keyHash: string | null;
+}
+
+export interface CreateIdempotencyConfig<TContext, TTx> {
+  store: IdempotencyStore<TTx>;
+  transformer: ResultTransformer;
+  /** The principal the key belongs to, from the server's context. null → 401. */
+  getScope(ctx: TContext): string | null | undefined;
+  getRequestHeaders(ctx: TContext): Headers | undefined;
+  /** Where to set `Idempotent-Replayed` and `Retry-After` (tRPC's fetch adapter: `resHeaders`). */
+  getResponseHeaders?(ctx: TContext): Headers | undefined;
+  /** True when the HTTP request carried several operations; an idempotent mutation must travel alone. */
+  isBatched?(ctx: TContext): boolean;
+  /** Defaults for every procedure; each procedure may override them. */
+  defaults?: IdempotencyOptions;
+  onEvent?(event: IdempotencyEvent): void;
+}
+
+/** What an idempotent procedure finds in `ctx.idempotency`. */
+export interface IdempotencyContext {
+  /** The client's key: forward it (or something derived from it) to every outside service. */
+  key: string;
+  /** The principal the key is scoped to. */
+  scope: string;
+}
+
+export interface TransactionalIdempotencyContext<TTx> extends IdempotencyContext {
+  /** The transaction that also holds the claim and will hold the stored result. */
+  tx: TTx;
+}
+
+interface GuardOptions<TContext> {
+  ctx: TContext;
+  path: string;
+  type: string;
+  getRawInput: () => Promise<unknown>;
+}
+
+export function createIdempotency<TContext extends object, TTx>(
+  config: CreateIdempotencyConfig<TContext, TTx>,
+) {
+  const t = initTRPC.context<TContext>().create();
+
+  /**
+   * Everything around running the procedure: key, scope, fingerprint, error mapping, replay, headers and
+   * events. `execute` runs the mode's lifecycle; it is passed in so each mode's `next()` call keeps its own
+   * context type.
+   */
+  async function guard<TResult extends MiddlewareResultLike>(
+    mode: IdempotencyMode,
+    { ctx, path, type, getRawInput }: GuardOptions<TContext>,
+    execute: (
+      request: IdempotentRequest,
+      idempotency: IdempotencyContext,
+    ) => Promise<HandledRequest<TResult>>,
+  ): Promise<TResult> {
+    if (type !== 'mutation') throw new Error(`Idempotency applies to mutations; ${path} is a ${type}.`);
+    const started = performance.now();
+    const responseHeaders = config.getResponseHeaders?.(ctx);
+    let keyHash: string | null = null;
+    const report = (outcome: RequestOutcome) =>
+      config.onEvent?.({ procedure: path, mode, outcome, durationMs: performance.now() - started, keyHash });
+
+    let handled: HandledRequest<TResult>;
+    try {
+      if (config.isBatched?.(ctx)) throw batchedError();
+      const key = parseIdempotencyKey(config.getRequestHeaders(ctx)?.get(IDEMPOTENCY_KEY_HEADER));
+      const scope = config.getScope(ctx);
+      if (!scope)
+        throw new TRPCError({ code: 'UNAUTHORIZED', message: 'An idempotent request needs a principal.' });
+      keyHash = fingerprintRequest('key', [scope, key]).slice(0, 16);
+      const request = {
+        scope,
+        procedure: path,
+        key,
+        fingerprint: fingerprintRequest(path, await getRawInput()),
+      };
+      handled = await execute(request, { key, scope });
+    } catch (error) {
+      if (!(error instanceof IdempotencyError)) throw error;
+      if (error.retryAfterSeconds !== undefined)
+        responseHeaders?.set('Retry-After', String(error.retryAfterSeconds));
+      report(outcomeOfError(error));
+      throw toTRPCError(error);
+    }
+
+    if (handled.kind === 'replayed') {
+      responseHeaders?.set('Idempotent-Replayed', 'true');
+      report(RequestOutcome.replayed);
+      return replayResult<TResult>(handled.response, config.transformer);
+    }
+    report(handled.kind === 'executed' ? RequestOutcome.executed : RequestOutcome.released);
+    return handled.result;
+  }
+
+  return {
+    /**
+     * The claim, the procedure's writes and the stored result commit in ONE transaction, handed to the
+     * procedure as `ctx.idempotency.tx`: write through it, or the writes are not covered.
+     */
+    transactional(perProcedure?: IdempotencyOptions) {
+      const options = resolveOptions(config.defaults, perProcedure);
+      return t.procedure.use((opts) => {
+        const callNext = (idempotency: TransactionalIdempotencyContext<TTx>) =>
+          opts.next({ ctx: { idempotency } });
+        type Result = Awaited<ReturnType<typeof callNext>>;
+        return guard<Result>(
+          IdempotencyMode.transactional,
+          { ...opts, ctx: asContext(opts.ctx) },
+          (request, idempotency) =>
+            handleTransactional<TTx, Result>(config.store, options, request, async (tx) => {
+              const result = await callNext({ ...idempotency, tx });
+              return { result, response: toStoredResponse(result, options, config.transformer) };
+            }),
+        );
+      });
+    },
+
+    /**
+     * For effects outside the database: the claim commits first under a lease; forward
+     * `ctx.idempotency.key` to the outside service so its effect happens once too.
+     */
+    external(perProcedure?: IdempotencyOptions) {
+      const options = resolveOptions(config.defaults, perProcedure);
+      return t.procedure.use((opts) => {
+        const callNext = (idempotency: IdempotencyContext) => opts.next({ ctx: { idempotency } });
+        type Result = Awaited<ReturnType<typeof callNext>>;
+        return guard<Result>(
+          IdempotencyMode.external,
+          { ...opts, ctx: asContext(opts.ctx) },
+          (request, idempotency) =>
+            handleExternal<Result>(config.store as IdempotencyStore<unknown>, options, request, async () => {
+              const result = await callNext(idempotency);
+              return { result, response: toStoredResponse(result, options, config.transformer) };
+            }),
+        );
+      });
+    },
+  };
+}
+
+/** The parts of tRPC's (internal) middleware result this adapter reads. */
+interface MiddlewareResultLike {
+  ok: boolean;
+  data?: unknown;
+  error?: TRPCError;
+}
+
+/** What to store for a result, or null when the key must be released (not a deterministic outcome). */
+function toStoredResponse(
+  result: MiddlewareResultLike,
+  options: ResolvedOptions,
+  transformer: ResultTransformer,
+): StoredResponse | null {
+  if (result.ok) {
+    return {
+      kind: 'output',
+      httpStatus: 200,
+      body: JSON.stringify(transformer.serialize(result.data)) ?? 'null',
+    };
+  }
+  if (result.error && options.storedErrorCodes.includes(result.error.code)) return storedError(result.error);
+  return null;
+}
+
+/**
+ * A duplicate's result, rebuilt from the stored response without running the procedure. tRPC has no public
+ * constructor for a middleware result (it brands them so that middlewares pass `next()`'s result through);
+ * this is the one place that builds one, with the same runtime shape.
+ */
+function replayResult<TResult>(response: StoredResponse, transformer: ResultTransformer): TResult {
+  if (response.kind === 'error')
+    return { ok: false, error: replayedError(response), marker: 'middlewareMarker' } as TResult;
+  const data = transformer.deserialize(JSON.parse(response.body) as never);
+  return { ok: true, data, marker: 'middlewareMarker' } as TResult;
+}
+
+function outcomeOfError(error: IdempotencyError): RequestOutcome {
+  if (error.httpStatus === 409) return RequestOutcome.conflict;
+  if (error.httpStatus === 422) return RequestOutcome.mismatch;
+  return RequestOutcome.rejected;
+}
+
+/**
+ * tRPC types a procedure's ctx as a mapped copy of the context type (`Simplify<…>`), which a generic
+ * `TContext` cannot be proven equal to; at runtime it is the very object the caller's context produced.
+ */
+function asContext<TContext>(ctx: unknown): TContext {
+  return ctx as TContext;
+}
