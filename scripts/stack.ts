@@ -13,8 +13,6 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createPrismaClient } from '@idem/db';
-import { seedDatabase } from '../prisma/seed.ts';
 import { demoUsers } from '../prisma/seed-data.ts';
 import { migrateDatabase, repoRoot, runPrisma } from './lib/migrate.ts';
 import {
@@ -128,6 +126,9 @@ async function main() {
   const { applied } = await migrateDatabase(databaseUrl);
   log(`migrations applied: ${applied.length} (${databaseNameOf(databaseUrl)})`);
 
+  // Imported only now: on a fresh clone the Prisma client is generated a few lines above.
+  const { createPrismaClient } = await import('@idem/db');
+  const { seedDatabase } = await import('../prisma/seed.ts');
   const db = createPrismaClient({ connectionString: databaseUrl, max: 1 });
   const { productsCreated } = await seedDatabase(db).finally(() => db.$disconnect());
   if (productsCreated > 0) log(`seeded ${productsCreated} products`);

@@ -54,10 +54,13 @@ const t = initTRPC.context<Context>().create({
   transformer: superjson,
   errorFormatter({ shape, error }) {
     const cause = error.cause;
+    // No stack traces on the wire: they leak server paths, and they would make a replayed error's body differ
+    // from the original's (each is a different Error object).
+    const { stack: _stack, ...data } = shape.data;
     return {
       ...shape,
       data: {
-        ...shape.data,
+        ...data,
         // Machine-readable detail for clients: which field failed, or which business rule.
         fieldErrors: cause instanceof ZodError ? z.flattenError(cause).fieldErrors : undefined,
         reason: reasonOf(error),

@@ -13,6 +13,10 @@ export async function cleanupExpiredKeys(
   store: Pick<IdempotencyStore<unknown>, 'deleteExpiredBatch'>,
   { batchSize = 1_000, maxBatches = Number.POSITIVE_INFINITY } = {},
 ): Promise<CleanupResult> {
+  // Fix: with batchSize 0 (e.g. `IDEM_CLEANUP_BATCH=` → Number('') = 0), `count < batchSize` never held and the
+  // loop never ended; a negative or fractional size only failed in SQL. Reject them up front.
+  if (!Number.isSafeInteger(batchSize) || batchSize < 1)
+    throw new RangeError(`batchSize must be a positive integer, got ${batchSize}`);
   let deleted = 0;
   let batches = 0;
   while (batches < maxBatches) {

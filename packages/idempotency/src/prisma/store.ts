@@ -61,7 +61,9 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
            lease_owner = excluded.lease_owner, locked_until = excluded.locked_until,
            created_at = now(), expires_at = excluded.expires_at,
            replay_count = case when k.expires_at <= now() then 0 else k.replay_count end
-         where k.expires_at <= now()
+         -- Fix: an expired row whose lease is still live is a request still running (retention < lease):
+         -- taking it over would run the key twice at once. Same rule as deleteExpiredBatch.
+         where (k.expires_at <= now() and not (k.state = 'processing' and k.locked_until > now()))
             or (k.state = 'processing' and k.locked_until <= now() and k.fingerprint = excluded.fingerprint)
          returning (xmax = 0) as inserted`,
       request.scope,

@@ -60,6 +60,12 @@ export interface IdempotencyContext {
   key: string;
   /** The principal the key is scoped to. */
   scope: string;
+  /**
+   * The request fingerprint (SHA-256 of the canonical procedure path + input). Name effects after
+   * (scope, key, fingerprint) rather than the key alone: once a key has expired it may come back with a
+   * different request, which must not resume the old one's effects.
+   */
+  fingerprint: string;
 }
 
 export interface TransactionalIdempotencyContext<TTx> extends IdempotencyContext {
@@ -111,9 +117,9 @@ export function createIdempotency<TContext extends object, TTx>(
         scope,
         procedure: path,
         key,
-        fingerprint: fingerprintRequest(path, await getRawInput()),
+        fingerprint: fingerprintRequest(path, wireInput(await getRawInput(), config.transformer)),
       };
-      handled = await execute(request, { key, scope });
+      handled = await execute(request, { key, scope, fingerprint: request.fingerprint });
     } catch (error) {
       if (!(error instanceof IdempotencyError)) throw error;
       if (error.retryAfterSeconds !== undefined)
@@ -211,6 +217,16 @@ function replayResult<TResult>(response: StoredResponse, transformer: ResultTran
     return { ok: false, error: replayedError(response), marker: 'middlewareMarker' } as TResult;
   const data = transformer.deserialize(JSON.parse(response.body) as never);
   return { ok: true, data, marker: 'middlewareMarker' } as TResult;
+}
+
+/**
+ * Fix: the input as the transformer sends it on the wire. tRPC hands middlewares the *deserialized* input, in
+ * which superjson's Map and Set canonicalize to `{}` (two different requests got the same fingerprint, so the
+ * second replayed the first's result instead of a 422) and a BigInt made canonical JSON throw (every such
+ * request failed with a 500). No input stays null, as in `fingerprintRequest`.
+ */
+function wireInput(input: unknown, transformer: ResultTransformer): unknown {
+  return input === undefined || input === null ? null : transformer.serialize(input);
 }
 
 function outcomeOfError(error: IdempotencyError): RequestOutcome {

@@ -14,7 +14,7 @@ export const checkoutRouter = createTRPCRouter({
     .mutation(({ ctx, input }) =>
       placeOrder(ctx, {
         principalId: ctx.principal.id,
-        orderId: orderIdForIntent(ctx.idempotency.scope, ctx.idempotency.key),
+        orderId: orderIdForIntent(ctx.idempotency),
         input,
       }),
     ),

@@ -25,9 +25,15 @@ export interface PlaceOrderRequest {
   input: PlaceOrderInput;
 }
 
-/** The order id for one (principal, Idempotency-Key): a name-based UUID (RFC 9562 v8 layout over SHA-256). */
-export function orderIdForIntent(principalId: string, idempotencyKey: string): string {
-  const bytes = createHash('sha256').update(`order\0${principalId}\0${idempotencyKey}`).digest();
+/**
+ * The order id for one intent — (principal, Idempotency-Key, request fingerprint) — as a name-based UUID
+ * (RFC 9562 v8 layout over SHA-256). The fingerprint matters once a key has expired: the same key with another
+ * cart is another order, while a crashed attempt retried with the same request resumes its own order.
+ */
+export function orderIdForIntent(intent: { scope: string; key: string; fingerprint: string }): string {
+  const bytes = createHash('sha256')
+    .update(`order\0${intent.scope}\0${intent.key}\0${intent.fingerprint}`)
+    .digest();
   bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x80; // version 8
   bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80; // RFC 9562 variant
   const hex = bytes.subarray(0, 16).toString('hex');
