@@ -1,5 +1,6 @@
 'use client';
 
+import { idempotencyHeaders, idempotentRetryLink } from '@idem/idempotency/client';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { createTRPCClient, httpBatchLink, httpLink, loggerLink, splitLink } from '@trpc/client';
 import { createTRPCContext } from '@trpc/tanstack-react-query';
@@ -35,18 +36,17 @@ export function TRPCReactProvider({ children }: { children: ReactNode }) {
           enabled: (op) =>
             process.env.NODE_ENV === 'development' && op.direction === 'down' && op.result instanceof Error,
         }),
-        // Mutations travel alone (one operation per HTTP request, so per-request headers stay per-operation);
+        // Re-sends a keyed mutation after a network error, a 5xx or a 409 (same operation, same key), with
+        // exponential backoff and full jitter; everything else passes through untouched.
+        idempotentRetryLink(),
+        // Mutations travel alone (one operation per HTTP request, so its Idempotency-Key header is its own);
         // queries are batched.
         splitLink({
           condition: (op) => op.type === 'mutation',
           true: httpLink({
             url: '/api/trpc',
             transformer: superjson,
-            // A mutation made with `trpc: { context: { idempotencyKey } }` carries its key as the header.
-            headers: ({ op }) => {
-              const key = op.context.idempotencyKey;
-              return typeof key === 'string' ? { 'Idempotency-Key': key } : {};
-            },
+            headers: ({ op }) => idempotencyHeaders(op),
           }),
           false: httpBatchLink({ url: '/api/trpc', transformer: superjson }),
         }),

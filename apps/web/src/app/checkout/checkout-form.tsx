@@ -1,45 +1,78 @@
 'use client';
 
-import { useMutation } from '@tanstack/react-query';
+import { useIdempotentMutation } from '@idem/idempotency/react';
 import Link from 'next/link';
 import { useRouter } from 'next/navigation';
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, useEffect, useState } from 'react';
 import { usePricedCart } from '~/components/use-priced-cart';
 import { formatMoney } from '~/lib/money';
-import { placeOrderInput, TEST_CARD_TOKENS } from '~/lib/schemas';
-import { useTRPC } from '~/trpc/react';
+import { type PlaceOrderInput, placeOrderInput, TEST_CARD_TOKENS } from '~/lib/schemas';
+import { useTRPC, useTRPCClient } from '~/trpc/react';
+import { PaymentStatus } from './payment-status';
+import { forgetPlacedOrder, rememberPlacedOrder, usePlacedOrder } from './placed-order';
+
+/**
+ * The purchase intent is the cart, and the cart lives in localStorage (shared by the browser's tabs), so the
+ * intent's key lives there too: a double click, a retry, a reload, back-and-resubmit and a second tab paying
+ * the same cart all send the same key, and the server charges once.
+ */
+const CHECKOUT_INTENT = 'checkout';
+const intentStorage = () => (typeof window === 'undefined' ? null : window.localStorage);
+
+/**
+ * Test-only control for the Playwright suite: a fresh key per request (what a naive client does), to show
+ * that the double-click test bites without per-intent keys. It can only weaken this browser's own protection.
+ */
+const KEY_PER_REQUEST_FLAG = 'idem:test:key-per-request';
 
 export function CheckoutForm() {
   const trpc = useTRPC();
+  const trpcClient = useTRPCClient();
   const router = useRouter();
   const { cart, lines, currency, subtotalCents, isLoading } = usePricedCart();
+  const placedOrderId = usePlacedOrder();
   const [email, setEmail] = useState('');
   const [cardToken, setCardToken] = useState<string>(TEST_CARD_TOKENS[0].token);
   const [formError, setFormError] = useState<string | null>(null);
-  // One key per purchase attempt: reused if the same payment is retried, replaced once the server gave a
-  // definite answer. (The full intent-key hook with reload/back-button survival is packages/idempotency/react.)
-  const [idempotencyKey, setIdempotencyKey] = useState(() => crypto.randomUUID());
 
-  const placeOrder = useMutation(
-    trpc.checkout.placeOrder.mutationOptions({
-      trpc: { context: { idempotencyKey } },
-      onSuccess(order) {
-        cart.clear();
-        router.push(`/orders/${order.id}?placed=1`);
-      },
-      onError(error) {
-        const status = error.data?.httpStatus;
-        // A stored business answer (declined, out of stock) is final for this key: the next attempt is a new one.
-        if (status !== undefined && status >= 400 && status < 500 && status !== 409) {
-          setIdempotencyKey(crypto.randomUUID());
-        }
-      },
-    }),
+  const pay = useIdempotentMutation(
+    (request) =>
+      trpc.checkout.placeOrder.mutationOptions({
+        ...request,
+        onSuccess(order) {
+          rememberPlacedOrder(order.id);
+          cart.clear();
+          router.push(`/orders/${order.id}?placed=1`);
+        },
+      }),
+    { intentId: CHECKOUT_INTENT, storage: intentStorage() },
   );
 
+  // Filling the form again after a reload that interrupted a payment: show what was being paid.
+  const inDoubtEmail = pay.inDoubt?.payload.email;
+  useEffect(() => {
+    if (inDoubtEmail) setEmail((current) => current || inDoubtEmail);
+  }, [inDoubtEmail]);
+
   if (isLoading) return <p className="text-stone-500">Loading your cart…</p>;
-  if (lines.length === 0 && !placeOrder.isSuccess) {
-    return (
+  if (lines.length === 0 && pay.state.status === 'idle') {
+    return placedOrderId ? (
+      <div
+        className="rounded-2xl border border-stone-200 bg-white p-8 text-center"
+        data-testid="already-placed"
+      >
+        <h1 className="text-xl font-semibold">Your order has been placed</h1>
+        <p className="mt-2 text-stone-600">You were charged once. Your cart is empty now.</p>
+        <div className="mt-4 flex justify-center gap-6">
+          <Link href={`/orders/${placedOrderId}`} className="text-brand-700 underline">
+            View your order
+          </Link>
+          <Link href="/" onClick={forgetPlacedOrder} className="text-brand-700 underline">
+            Continue shopping
+          </Link>
+        </div>
+      </div>
+    ) : (
       <p>
         Your cart is empty.{' '}
         <Link href="/" className="text-brand-700 underline">
@@ -49,7 +82,7 @@ export function CheckoutForm() {
     );
   }
 
-  function onSubmit(event: FormEvent) {
+  async function onSubmit(event: FormEvent) {
     event.preventDefault();
     setFormError(null);
     const parsed = placeOrderInput.safeParse({
@@ -61,11 +94,24 @@ export function CheckoutForm() {
       setFormError(parsed.error.issues[0]?.message ?? 'Check the form.');
       return;
     }
-    placeOrder.mutate(parsed.data);
+    if (window.localStorage.getItem(KEY_PER_REQUEST_FLAG) === '1') return submitWithoutIntentKey(parsed.data);
+    // A second submit while one is in flight shares its promise; no second request leaves the browser.
+    await pay.submit(parsed.data);
   }
 
-  const busy = placeOrder.isPending || placeOrder.isSuccess;
-  const errorMessage = formError ?? placeOrder.error?.message ?? null;
+  async function submitWithoutIntentKey(input: PlaceOrderInput) {
+    const order = await trpcClient.checkout.placeOrder.mutate(input, {
+      context: { idempotencyKey: crypto.randomUUID() },
+    });
+    cart.clear();
+    router.push(`/orders/${order.id}?placed=1`);
+  }
+
+  const { status } = pay.state;
+  const busy =
+    status === 'sending' || status === 'retrying' || status === 'succeeded' || status === 'replayed';
+  const errorMessage =
+    formError ?? (status === 'failed' ? (pay.state.error?.message ?? 'Payment failed.') : null);
 
   return (
     <div className="grid gap-8 lg:grid-cols-[1fr_320px]">
@@ -76,6 +122,13 @@ export function CheckoutForm() {
         aria-busy={busy}
       >
         <h1 className="text-2xl font-semibold">Checkout</h1>
+        {(pay.inDoubt || status === 'unknown') && (
+          <PaymentStatus.InDoubt
+            busy={busy}
+            onCheck={() => void pay.submit(pay.inDoubt?.payload ?? (pay.state.input as PlaceOrderInput))}
+            onStartOver={() => pay.reset()}
+          />
+        )}
         <fieldset disabled={busy} className="mt-6 space-y-5">
           <div>
             <label htmlFor="email" className="block text-sm font-medium">
@@ -129,8 +182,11 @@ export function CheckoutForm() {
           disabled={busy}
           className="mt-6 w-full rounded-lg bg-brand-600 px-4 py-3 font-medium text-white hover:bg-brand-700 disabled:cursor-wait disabled:bg-brand-600/60"
         >
-          {busy ? 'Processing payment…' : `Pay ${formatMoney(subtotalCents, currency)}`}
+          <PaymentStatus.ButtonLabel state={pay.state} total={formatMoney(subtotalCents, currency)} />
         </button>
+        <p className="sr-only" role="status" data-testid="payment-status">
+          {status}
+        </p>
       </form>
       <aside className="h-fit rounded-2xl border border-stone-200 bg-white p-6">
         <h2 className="font-semibold">Order summary</h2>

@@ -1,0 +1,93 @@
+/**
+ * What a keyed mutation carries in its tRPC operation context (`trpc: { context }` of a procedure call), and
+ * what the retry link reports back through it.
+ */
+import { IDEMPOTENT_REPLAYED_HEADER } from './constants.ts';
+import type { RetryReason } from './retry-policy.ts';
+
+/** A progress report of one keyed mutation, from `idempotentRetryLink`. */
+export type IdempotencyEvent =
+  /** An attempt is being sent (1-based; the same operation and key every time). */
+  | { type: 'attempt'; attempt: number; maxAttempts: number }
+  /** Attempt `attempt` failed with a retryable error; the next one starts after `delayMs`. */
+  | { type: 'retrying'; attempt: number; delayMs: number; reason: RetryReason; error: unknown }
+  /**
+   * The server answered with a final response: a success (`ok`) or a final error. `replayed` is true when it
+   * carried `Idempotent-Replayed: true` (a stored result of an earlier attempt with this key).
+   */
+  | { type: 'response'; ok: boolean; replayed: boolean; status: number | undefined };
+
+export type IdempotencyObserver = (event: IdempotencyEvent) => void;
+
+/**
+ * The operation context of a keyed mutation. A type alias (not an interface) so that it is assignable to
+ * tRPC's `OperationContext` (`Record<string, unknown>`).
+ */
+export type IdempotencyContext = {
+  idempotencyKey: string;
+  idempotencyObserver?: IdempotencyObserver | undefined;
+};
+
+/** A header value may only hold printable ASCII; the contract allows 1–255 characters. */
+const VALID_KEY = /^[\x20-\x7e]{1,255}$/;
+
+/** The operation's key when it is a non-empty string, else undefined. */
+export function getIdempotencyKey(
+  context: Readonly<Record<string, unknown>> | undefined,
+): string | undefined {
+  const key = context?.idempotencyKey;
+  return typeof key === 'string' && key !== '' ? key : undefined;
+}
+
+/** True for a key the server can accept (1–255 printable ASCII characters). */
+export function isValidIdempotencyKey(key: string): boolean {
+  return VALID_KEY.test(key);
+}
+
+export function getIdempotencyObserver(
+  context: Readonly<Record<string, unknown>> | undefined,
+): IdempotencyObserver | undefined {
+  const observer = context?.idempotencyObserver;
+  return typeof observer === 'function' ? (observer as IdempotencyObserver) : undefined;
+}
+
+// --- the fetch Response, as tRPC's httpLink exposes it ----------------------------------------------------
+// On success httpLink emits `{ result, context: { response, responseJSON } }`; on an HTTP error the
+// TRPCClientError has `meta: { response, responseJSON }`. A network error has neither.
+
+interface ResponseLike {
+  status?: unknown;
+  headers?: { get(name: string): string | null };
+}
+
+function asResponse(value: unknown): ResponseLike | undefined {
+  return value !== null && typeof value === 'object' ? (value as ResponseLike) : undefined;
+}
+
+/** The fetch Response behind a result envelope's `context` or an error's `meta`, if any. */
+export function responseOf(holder: unknown): ResponseLike | undefined {
+  if (holder === null || typeof holder !== 'object') return undefined;
+  return asResponse((holder as { response?: unknown }).response);
+}
+
+/** The Response behind a TRPCClientError (`error.meta.response`), if the server answered at all. */
+export function errorResponseOf(error: unknown): ResponseLike | undefined {
+  if (error === null || typeof error !== 'object') return undefined;
+  return responseOf((error as { meta?: unknown }).meta);
+}
+
+export function readResponseHeader(response: ResponseLike | undefined, name: string): string | null {
+  const headers = response?.headers;
+  if (!headers || typeof headers.get !== 'function') return null;
+  return headers.get(name);
+}
+
+export function responseStatus(response: ResponseLike | undefined): number | undefined {
+  return typeof response?.status === 'number' ? response.status : undefined;
+}
+
+/** `Idempotent-Replayed: true` (also the sf-boolean `?1`). */
+export function isReplayedResponse(response: ResponseLike | undefined): boolean {
+  const value = readResponseHeader(response, IDEMPOTENT_REPLAYED_HEADER)?.trim().toLowerCase();
+  return value === 'true' || value === '?1';
+}

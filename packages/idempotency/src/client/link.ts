@@ -1,0 +1,187 @@
+/**
+ * `idempotentRetryLink()`: re-sends a keyed mutation — the same operation, so the same Idempotency-Key — when
+ * the failure is retryable (see `retry-policy.ts`), waiting `Retry-After` or a jittered backoff in between.
+ *
+ * Place it before the terminating link, e.g.
+ * `links: [loggerLink(…), idempotentRetryLink(), splitLink({ condition: (op) => op.type === 'mutation',
+ *   true: httpLink({ …, headers: ({ op }) => idempotencyHeaders(op) }), false: httpBatchLink(…) })]`.
+ * Queries, subscriptions and mutations without `context.idempotencyKey` pass through untouched: they are
+ * never retried here (re-sending a mutation without a key could run it twice).
+ */
+import { type Operation, type OperationResultEnvelope, TRPCClientError, type TRPCLink } from '@trpc/client';
+import type { AnyTRPCRouter } from '@trpc/server';
+import { observable, type Unsubscribable } from '@trpc/server/observable';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_RETRY_AFTER_MS, RETRY_AFTER_HEADER } from './constants.ts';
+import {
+  errorResponseOf,
+  getIdempotencyKey,
+  getIdempotencyObserver,
+  type IdempotencyEvent,
+  isReplayedResponse,
+  isValidIdempotencyKey,
+  readResponseHeader,
+  responseOf,
+  responseStatus,
+} from './context.ts';
+import {
+  type BackoffOptions,
+  backoffDelayMs,
+  httpStatusOf,
+  parseRetryAfter,
+  retryReasonOf,
+} from './retry-policy.ts';
+
+export interface IdempotentRetryLinkOptions extends BackoffOptions {
+  /** Total attempts, the first one included. Default 5. */
+  maxAttempts?: number;
+  /** A server's `Retry-After` is honoured up to this long. Default 30 000 ms. */
+  maxRetryAfterMs?: number;
+  /** Waits `ms`; rejects (or resolves early) when `signal` aborts. Default: a `setTimeout`. For tests. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** The clock `Retry-After` dates are measured against. Default `Date.now`. */
+  now?: () => number;
+}
+
+function abortError(signal: AbortSignal | null | undefined): Error {
+  const reason: unknown = signal?.reason;
+  if (reason instanceof Error) return reason;
+  const error = new Error('The operation was aborted.');
+  error.name = 'AbortError';
+  return error;
+}
+
+/** The default sleep: a timer cleared when the signal aborts. */
+export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(abortError(signal));
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortError(signal));
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** The key of a keyed mutation, or undefined for everything this link leaves alone. */
+function keyOf(op: Operation): string | undefined {
+  if (op.type !== 'mutation') return undefined;
+  const key = getIdempotencyKey(op.context);
+  // A key no header can carry fails in fetch with a TypeError, which would look like a network error.
+  return key !== undefined && isValidIdempotencyKey(key) ? key : undefined;
+}
+
+export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRouter>(
+  options: IdempotentRetryLinkOptions = {},
+): TRPCLink<TRouter> {
+  const maxAttempts = Math.max(1, Math.floor(options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS));
+  const maxRetryAfterMs = options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
+  const wait = options.sleep ?? abortableSleep;
+  const now = options.now ?? Date.now;
+
+  return () =>
+    ({ op, next }) => {
+      if (keyOf(op) === undefined) return next(op);
+      const observe = getIdempotencyObserver(op.context);
+      const notify = (event: IdempotencyEvent) => {
+        if (!observe) return;
+        try {
+          observe(event);
+        } catch (error) {
+          // An observer's bug must not change the request's outcome.
+          console.error('idempotentRetryLink: the idempotencyObserver threw', error);
+        }
+      };
+
+      return observable<OperationResultEnvelope<unknown, TRPCClientError<TRouter>>, TRPCClientError<TRouter>>(
+        (observer) => {
+          let attempt = 0;
+          let done = false;
+          let current: Unsubscribable | undefined;
+          // Aborted when the caller's signal aborts or the consumer unsubscribes: ends a pending wait.
+          const waiting = new AbortController();
+          const onAbort = () => waiting.abort(op.signal?.reason);
+          op.signal?.addEventListener('abort', onAbort, { once: true });
+
+          const finish = () => {
+            done = true;
+            op.signal?.removeEventListener('abort', onAbort);
+          };
+          const fail = (error: TRPCClientError<TRouter>) => {
+            if (done) return;
+            finish();
+            observer.error(error);
+          };
+
+          const send = () => {
+            attempt += 1;
+            notify({ type: 'attempt', attempt, maxAttempts });
+            // The same `op` every time: same id, same context, hence the same Idempotency-Key header.
+            current = next(op).subscribe({
+              next(envelope) {
+                if (done) return;
+                const response = responseOf(envelope.context);
+                notify({
+                  type: 'response',
+                  ok: true,
+                  replayed: isReplayedResponse(response),
+                  status: responseStatus(response),
+                });
+                observer.next(envelope);
+              },
+              error(error) {
+                if (done) return;
+                const reason = op.signal?.aborted ? undefined : retryReasonOf(error);
+                if (reason === undefined || attempt >= maxAttempts) {
+                  const response = errorResponseOf(error);
+                  if (reason === undefined && (response !== undefined || httpStatusOf(error) !== undefined)) {
+                    notify({
+                      type: 'response',
+                      ok: false,
+                      replayed: isReplayedResponse(response),
+                      status: httpStatusOf(error),
+                    });
+                  }
+                  fail(error);
+                  return;
+                }
+                const retryAfterMs = parseRetryAfter(
+                  readResponseHeader(errorResponseOf(error), RETRY_AFTER_HEADER),
+                  now(),
+                  maxRetryAfterMs,
+                );
+                const delayMs = retryAfterMs ?? backoffDelayMs(attempt, options);
+                notify({ type: 'retrying', attempt, delayMs, reason, error });
+                wait(delayMs, waiting.signal).then(
+                  () => {
+                    if (done) return;
+                    if (waiting.signal.aborted) fail(TRPCClientError.from(abortError(op.signal)));
+                    else send();
+                  },
+                  () => fail(op.signal?.aborted ? TRPCClientError.from(abortError(op.signal)) : error),
+                );
+              },
+              complete() {
+                if (done) return;
+                finish();
+                observer.complete();
+              },
+            });
+          };
+
+          send();
+          return () => {
+            finish();
+            waiting.abort();
+            current?.unsubscribe();
+          };
+        },
+      );
+    };
+}

@@ -1,0 +1,21 @@
+/**
+ * @idem/idempotency/react — React hooks for keyed, retry-safe tRPC mutations (TanStack Query +
+ * @trpc/tanstack-react-query). Browser-safe and SSR-safe: no `node:*`, nothing from the server half, no
+ * storage access during render.
+ */
+export type { KeyValueStorage } from './intent-store.ts';
+export { jsonSerializer, type PayloadSerializer, payloadEquals } from './payload.ts';
+export {
+  type IdempotencyKeyHandle,
+  type InDoubtAttempt,
+  type UseIdempotencyKeyOptions,
+  useIdempotencyKey,
+} from './use-idempotency-key.ts';
+export {
+  type IdempotentMutationState,
+  type IdempotentMutationStatus,
+  type IdempotentRequestOptions,
+  type UseIdempotentMutationOptions,
+  type UseIdempotentMutationResult,
+  useIdempotentMutation,
+} from './use-idempotent-mutation.ts';

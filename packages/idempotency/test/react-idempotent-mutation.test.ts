@@ -1,0 +1,358 @@
+// @vitest-environment happy-dom
+/**
+ * useIdempotentMutation on TanStack Query + @trpc/tanstack-react-query, over a real tRPC client
+ * (idempotentRetryLink + httpLink) talking HTTP to a router that emulates the idempotency contract.
+ */
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { act, cleanup, renderHook } from '@testing-library/react';
+import { createTRPCClient } from '@trpc/client';
+import { createTRPCOptionsProxy } from '@trpc/tanstack-react-query';
+import { createElement, type ReactNode } from 'react';
+import { renderToString } from 'react-dom/server';
+import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
+import { type IdempotentRetryLinkOptions, idempotentRetryLink } from '../src/client/index.ts';
+import {
+  type IdempotentMutationState,
+  type KeyValueStorage,
+  type UseIdempotentMutationOptions,
+  useIdempotentMutation,
+} from '../src/react/index.ts';
+import {
+  anOrder,
+  createFakeShop,
+  type FakeShopRouter,
+  type Order,
+  type OrderInput,
+  recordingSleep,
+} from './client-fake-shop.ts';
+
+afterEach(() => {
+  cleanup();
+});
+
+function tabStorage(): KeyValueStorage {
+  const items = new Map<string, string>();
+  return {
+    getItem: (name) => items.get(name) ?? null,
+    setItem: (name, value) => {
+      items.set(name, value);
+    },
+    removeItem: (name) => {
+      items.delete(name);
+    },
+  };
+}
+
+function setup({ link = true, ...linkOptions }: IdempotentRetryLinkOptions & { link?: boolean } = {}) {
+  const shop = createFakeShop();
+  const { delays, sleep } = recordingSleep();
+  const queryClient = new QueryClient({ defaultOptions: { mutations: { retry: false } } });
+  const client = createTRPCClient<FakeShopRouter>({
+    links: link
+      ? [idempotentRetryLink({ sleep, random: () => 1, ...linkOptions }), shop.terminatingLink()]
+      : [shop.terminatingLink()],
+  });
+  const trpc = createTRPCOptionsProxy<FakeShopRouter>({ client, queryClient });
+  const storage = tabStorage();
+  const wrapper = ({ children }: { children: ReactNode }) =>
+    createElement(QueryClientProvider, { client: queryClient }, children);
+  const onSuccess = vi.fn();
+
+  /** The app's usage; `render` again with the same storage = a reload of the tab. */
+  const render = (options: Partial<UseIdempotentMutationOptions> = {}) =>
+    renderHook(
+      () =>
+        useIdempotentMutation(
+          (request) => trpc.checkout.placeOrder.mutationOptions({ ...request, onSuccess }),
+          {
+            intentId: 'checkout',
+            storage,
+            ...options,
+          },
+        ),
+      { wrapper },
+    );
+  return { shop, delays, render, onSuccess, storage };
+}
+
+type Result = ReturnType<ReturnType<typeof setup>['render']>['result'];
+
+async function submit(result: Result, input: OrderInput) {
+  let outcome: IdempotentMutationState<unknown, unknown, OrderInput> | undefined;
+  await act(async () => {
+    outcome = await result.current.submit(input);
+  });
+  if (!outcome) throw new Error('submit did not settle');
+  return outcome;
+}
+
+const edited: OrderInput = { items: [{ sku: 'COFFEE', quantity: 3 }], email: 'b@example.com' };
+
+describe('useIdempotentMutation', () => {
+  it('sends with the intent key, succeeds, and retires the key', async () => {
+    const { shop, render, onSuccess } = setup();
+    const { result } = render();
+    const key = result.current.key;
+    expect(key).not.toBeNull();
+    expect(result.current.state.status).toBe('idle');
+
+    const outcome = await submit(result, anOrder);
+
+    expect(outcome).toMatchObject({
+      status: 'succeeded',
+      data: { id: 1 },
+      input: anOrder,
+      recoveredInDoubt: false,
+    });
+    expect(result.current.state).toMatchObject({
+      status: 'succeeded',
+      attempt: 1,
+      maxAttempts: 5,
+      error: null,
+    });
+    expect(shop.requests.map((request) => request.key)).toEqual([key]);
+    expect(onSuccess).toHaveBeenCalledOnce();
+    // A final outcome: the next intent gets a new key.
+    expect(result.current.key).not.toBeNull();
+    expect(result.current.key).not.toBe(key);
+  });
+
+  it('retries a lost response with the same key and reports the replay', async () => {
+    const { shop, delays, render } = setup();
+    const { result } = render();
+    const key = result.current.key;
+    shop.faults.push('drop-response');
+
+    const outcome = await submit(result, anOrder);
+
+    expect(outcome).toMatchObject({ status: 'replayed', attempt: 2, data: { id: 1 } });
+    expect(shop.executions).toBe(1);
+    expect(shop.requests.map((request) => request.key)).toEqual([key, key]);
+    expect(delays).toEqual([500]);
+  });
+
+  it('shows sending, then retrying with the attempt number', async () => {
+    const shop = createFakeShop();
+    const releases: Array<() => void> = [];
+    const sleep = () => new Promise<void>((resolve) => releases.push(resolve));
+    const queryClient = new QueryClient();
+    const client = createTRPCClient<FakeShopRouter>({
+      links: [idempotentRetryLink({ sleep }), shop.terminatingLink()],
+    });
+    const trpc = createTRPCOptionsProxy<FakeShopRouter>({ client, queryClient });
+    const wrapper = ({ children }: { children: ReactNode }) =>
+      createElement(QueryClientProvider, { client: queryClient }, children);
+    const { result } = renderHook(
+      () =>
+        useIdempotentMutation((request) => trpc.checkout.placeOrder.mutationOptions(request), {
+          intentId: 'x',
+          storage: tabStorage(),
+        }),
+      { wrapper },
+    );
+    shop.faults.push(503);
+
+    let done: Promise<unknown> = Promise.resolve();
+    act(() => {
+      done = result.current.submit(anOrder);
+    });
+    expect(result.current.state.status).toBe('sending');
+    await vi.waitFor(() => expect(releases).toHaveLength(1));
+    expect(result.current.state).toMatchObject({ status: 'retrying', attempt: 1 });
+    expect(result.current.state.error).toMatchObject({ data: { httpStatus: 503 } });
+    await act(async () => {
+      releases[0]?.();
+      await done;
+    });
+    expect(result.current.state).toMatchObject({ status: 'succeeded', attempt: 2 });
+  });
+
+  it('shares one promise between concurrent submits (one request)', async () => {
+    const { shop, render } = setup();
+    const { result } = render();
+
+    let first: Promise<unknown> = Promise.resolve();
+    let second: Promise<unknown> = Promise.resolve();
+    let third: Promise<unknown> = Promise.resolve();
+    await act(async () => {
+      first = result.current.submit(anOrder);
+      second = result.current.submit(anOrder);
+      third = result.current.submit(edited);
+      await Promise.all([first, second, third]);
+    });
+
+    expect(second).toBe(first);
+    expect(third).toBe(first);
+    expect(shop.requests).toHaveLength(1);
+    expect(shop.executions).toBe(1);
+  });
+
+  it('a final error fails at once and retires the key', async () => {
+    const { shop, delays, render } = setup();
+    const { result } = render();
+    const key = result.current.key;
+    shop.faults.push(402);
+
+    const outcome = await submit(result, anOrder);
+
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error).toMatchObject({ message: 'Card declined', data: { httpStatus: 402 } });
+    expect(shop.requests).toHaveLength(1);
+    expect(delays).toEqual([]);
+    expect(result.current.key).not.toBe(key);
+    expect(result.current.inDoubt).toBeNull();
+  });
+
+  it('exhausted retries leave the outcome unknown, keep the key and show the attempt in doubt', async () => {
+    const { shop, render } = setup({ maxAttempts: 3 });
+    const { result } = render();
+    const key = result.current.key;
+    shop.faults.push(503, 503, 503);
+
+    const outcome = await submit(result, anOrder);
+
+    expect(outcome).toMatchObject({ status: 'unknown', attempt: 3, maxAttempts: 3 });
+    expect(outcome.error).toMatchObject({ data: { httpStatus: 503 } });
+    expect(result.current.key).toBe(key);
+    expect(result.current.inDoubt).toEqual({ payload: anOrder, sentAt: expect.any(Number) });
+
+    // Submitting the same payload again: the same key, a normal retry.
+    const retried = await submit(result, anOrder);
+    expect(retried).toMatchObject({ status: 'succeeded', recoveredInDoubt: false });
+    expect(new Set(shop.requests.map((request) => request.key))).toEqual(new Set([key]));
+  });
+
+  it('in doubt + an edited payload: re-sends the ORIGINAL payload with the ORIGINAL key, and says so', async () => {
+    const { shop, render } = setup({ maxAttempts: 2 });
+    const { result } = render();
+    const key = result.current.key;
+    shop.faults.push('drop-response', 'drop-response'); // it went through, the client never learned it
+
+    expect((await submit(result, anOrder)).status).toBe('unknown');
+    expect(shop.executions).toBe(1);
+
+    const outcome = await submit(result, edited);
+
+    expect(outcome).toMatchObject({
+      status: 'replayed',
+      recoveredInDoubt: true,
+      input: anOrder,
+      data: { id: 1 },
+    });
+    const last = shop.requests.at(-1);
+    expect(last).toEqual({ path: 'checkout.placeOrder', key, input: anOrder });
+    expect(shop.requests.some((request) => JSON.stringify(request.input) === JSON.stringify(edited))).toBe(
+      false,
+    );
+    expect(shop.executions).toBe(1);
+    // Resolved: a new key for the next purchase (which the UI starts only with the user's consent).
+    expect(result.current.key).not.toBe(key);
+    expect(result.current.inDoubt).toBeNull();
+  });
+
+  it('after a reload mid-request, resolves the in-doubt attempt before anything else', async () => {
+    const { shop, render } = setup();
+    shop.faults.push('drop-response', 'drop-response', 'drop-response', 'drop-response', 'drop-response');
+    const page = render();
+    const key = page.result.current.key;
+    await submit(page.result, anOrder); // 'unknown'; same state as a reload mid-request
+    page.unmount();
+
+    const reloaded = render();
+    expect(reloaded.result.current.key).toBe(key);
+    expect(reloaded.result.current.state.status).toBe('idle');
+    expect(reloaded.result.current.inDoubt?.payload).toEqual(anOrder);
+
+    const outcome = await submit(reloaded.result, edited);
+    expect(outcome).toMatchObject({ status: 'replayed', recoveredInDoubt: true, input: anOrder });
+    expect(shop.executions).toBe(1);
+  });
+
+  it('in doubt and never executed: the re-sent original runs once', async () => {
+    const { shop, render } = setup({ maxAttempts: 2 });
+    const { result } = render();
+    shop.faults.push('drop-request', 'drop-request');
+    expect((await submit(result, anOrder)).status).toBe('unknown');
+    expect(shop.executions).toBe(0);
+
+    const outcome = await submit(result, edited);
+    expect(outcome).toMatchObject({ status: 'succeeded', recoveredInDoubt: true, input: anOrder });
+    expect(shop.executions).toBe(1);
+  });
+
+  it('reset() starts a new purchase with a new key, even in doubt; refused while in flight', async () => {
+    const { shop, render } = setup({ maxAttempts: 1 });
+    const { result } = render();
+    const key = result.current.key;
+    shop.faults.push('drop-response');
+    expect((await submit(result, anOrder)).status).toBe('unknown');
+
+    let accepted = false;
+    act(() => {
+      accepted = result.current.reset();
+    });
+    expect(accepted).toBe(true);
+    expect(result.current.key).not.toBe(key);
+    expect(result.current.inDoubt).toBeNull();
+    expect(result.current.state.status).toBe('idle');
+
+    const newKey = result.current.key;
+    let pending: Promise<unknown> = Promise.resolve();
+    await act(async () => {
+      pending = result.current.submit(edited);
+      accepted = result.current.reset();
+      await pending;
+    });
+    expect(accepted).toBe(false);
+    expect(shop.requests.at(-1)).toMatchObject({ key: newKey, input: edited });
+    expect(shop.executions).toBe(2);
+  });
+
+  it('warns when the client has no idempotentRetryLink', async () => {
+    const { render } = setup({ link: false });
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      const { result } = render();
+      expect((await submit(result, anOrder)).status).toBe('succeeded');
+      expect(warn).toHaveBeenCalledWith(expect.stringContaining('idempotentRetryLink'));
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it('renders on the server without a key and without touching storage', () => {
+    const shop = createFakeShop();
+    const queryClient = new QueryClient();
+    const client = createTRPCClient<FakeShopRouter>({
+      links: [idempotentRetryLink(), shop.terminatingLink()],
+    });
+    const trpc = createTRPCOptionsProxy<FakeShopRouter>({ client, queryClient });
+    const storage: KeyValueStorage = { getItem: vi.fn(), setItem: vi.fn(), removeItem: vi.fn() };
+    function Checkout() {
+      const { key, state } = useIdempotentMutation(
+        (request) => trpc.checkout.placeOrder.mutationOptions(request),
+        {
+          intentId: 'ssr',
+          storage,
+        },
+      );
+      return createElement('p', null, `${state.status}:${key ?? 'no key yet'}`);
+    }
+    const html = renderToString(
+      createElement(QueryClientProvider, { client: queryClient }, createElement(Checkout)),
+    );
+    expect(html).toContain('idle:no key yet');
+    expect(storage.getItem).not.toHaveBeenCalled();
+    expect(storage.setItem).not.toHaveBeenCalled();
+    expect(shop.requests).toHaveLength(0);
+  });
+
+  it('infers input, output and the app error shape from the tRPC procedure', () => {
+    const { render } = setup();
+    const { result } = render();
+    expectTypeOf(result.current.submit).parameter(0).toEqualTypeOf<OrderInput>();
+    expectTypeOf(result.current.state.data).toEqualTypeOf<Order | undefined>();
+    expectTypeOf(result.current.state.error?.data?.httpStatus).toEqualTypeOf<number | undefined>();
+    expectTypeOf(result.current.inDoubt?.payload).toEqualTypeOf<OrderInput | undefined>();
+  });
+});
