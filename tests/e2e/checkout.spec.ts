@@ -1,19 +1,5 @@
-import { expect, type Page, test } from '@playwright/test';
-
-const providerUrl = `http://127.0.0.1:${process.env.E2E_PROVIDER_PORT ?? 4100}`;
-
-async function chargesForOrder(orderId: string): Promise<Array<{ status: string; amount: number }>> {
-  const response = await fetch(`${providerUrl}/v1/charges?order=${encodeURIComponent(orderId)}`, {
-    headers: { authorization: 'Bearer sk_test_idem' },
-  });
-  expect(response.ok).toBe(true);
-  const body = (await response.json()) as { data: Array<{ status: string; amount: number }> };
-  return body.data;
-}
-
-async function addToCart(page: Page, productName: string) {
-  await page.getByRole('button', { name: `Add ${productName} to cart` }).click();
-}
+import { expect, test } from '@playwright/test';
+import { addToCart, chargesForOrder } from './support.ts';
 
 test('browse, add to cart, pay, and see the confirmation', async ({ page }) => {
   await page.goto('/');

@@ -1,0 +1,185 @@
+/**
+ * The client half under what real users and networks do. Each test asserts ONE order and ONE provider charge
+ * for the intent, plus what the user sees. The protection must not depend on the disabled Pay button, so
+ * several tests bypass it.
+ */
+import { expect, test } from '@playwright/test';
+import {
+  chargesForOrder,
+  countPlaceOrderRequests,
+  expectConfirmation,
+  ordersOfThisBrowser,
+  payButton,
+  readyToPay,
+  resetProviderKnobs,
+  setProviderKnobs,
+} from './support.ts';
+
+test.afterEach(async () => {
+  await resetProviderKnobs();
+});
+
+async function expectOneOrderOneCharge(orders: string[], orderId: string) {
+  expect(orders).toEqual([orderId]);
+  expect(await chargesForOrder(orderId)).toEqual([expect.objectContaining({ status: 'succeeded' })]);
+}
+
+/** Clicks Pay `times` times in one synchronous burst, re-enabling the button before each click. */
+async function burstClickPay(page: import('@playwright/test').Page, times: number) {
+  await page.evaluate((count) => {
+    const button = document.querySelector<HTMLButtonElement>('form button[type="submit"]');
+    if (!button) throw new Error('no Pay button');
+    for (let index = 0; index < count; index += 1) {
+      button.disabled = false;
+      button.removeAttribute('disabled');
+      button.click();
+    }
+  }, times);
+}
+
+test('double click on Pay: one request, one order, one charge', async ({ page, context }) => {
+  await readyToPay(page);
+  const requests = countPlaceOrderRequests(page);
+  await payButton(page).dblclick();
+  const orderId = await expectConfirmation(page);
+  expect(requests()).toBe(1);
+  await expectOneOrderOneCharge(await ordersOfThisBrowser(context), orderId);
+});
+
+test('triple click with the disabled state bypassed: the in-flight promise is shared', async ({
+  page,
+  context,
+}) => {
+  await readyToPay(page);
+  const requests = countPlaceOrderRequests(page);
+  await burstClickPay(page, 3);
+  const orderId = await expectConfirmation(page);
+  expect(requests()).toBe(1);
+  await expectOneOrderOneCharge(await ordersOfThisBrowser(context), orderId);
+});
+
+test('control: with a fresh key per request (test-only flag), the same triple click buys several times', async ({
+  page,
+  context,
+}) => {
+  await page.addInitScript(() => window.localStorage.setItem('idem:test:key-per-request', '1'));
+  await readyToPay(page);
+  await burstClickPay(page, 3);
+  await expectConfirmation(page);
+  const orders = await ordersOfThisBrowser(context);
+  console.log(`[control] triple click without per-intent keys → ${orders.length} orders`);
+  expect(orders.length).toBeGreaterThan(1);
+});
+
+test('the response is lost after the server committed: the retry replays it, same key', async ({
+  page,
+  context,
+}) => {
+  await readyToPay(page);
+  let lost = 0;
+  await page.route('**/api/trpc/checkout.placeOrder', async (route) => {
+    if (lost > 0) return route.continue();
+    lost += 1;
+    await route.fetch(); // the server runs it and commits…
+    await route.abort('connectionreset'); // …and the browser never hears back
+  });
+  const requests = countPlaceOrderRequests(page);
+  await payButton(page).click();
+  const orderId = await expectConfirmation(page);
+  expect(lost).toBe(1);
+  expect(requests()).toBeGreaterThanOrEqual(2);
+  await expectOneOrderOneCharge(await ordersOfThisBrowser(context), orderId);
+});
+
+test('the provider charges but its answer is lost: the app releases the key, the retry charges no second time', async ({
+  page,
+  context,
+}) => {
+  await readyToPay(page);
+  await setProviderKnobs({ dropResponseNext: 1 });
+  await payButton(page).click();
+  const orderId = await expectConfirmation(page);
+  await expectOneOrderOneCharge(await ordersOfThisBrowser(context), orderId);
+});
+
+test('offline during submit: the payment waits for the connection, then is sent once', async ({
+  page,
+  context,
+}) => {
+  await readyToPay(page);
+  const requests = countPlaceOrderRequests(page);
+  await context.setOffline(true);
+  await payButton(page).click();
+  await expect(page.locator('form button[type="submit"]')).toBeDisabled();
+  await page.waitForTimeout(1_500);
+  expect(requests()).toBe(0); // held, not failed: nothing left the browser
+  await context.setOffline(false);
+  const orderId = await expectConfirmation(page);
+  expect(requests()).toBe(1);
+  await expectOneOrderOneCharge(await ordersOfThisBrowser(context), orderId);
+});
+
+test('reload while the payment is in flight, then check it: one order (the key survived the reload)', async ({
+  page,
+  context,
+}) => {
+  await readyToPay(page);
+  await setProviderKnobs({ latencyMs: 2_500 });
+  await payButton(page).click();
+  await expect(page.getByTestId('payment-status')).toHaveText('sending');
+  await page.waitForTimeout(500); // the request is at the server, the provider is slow
+  await page.reload();
+  await expect(page.getByTestId('payment-in-doubt')).toBeVisible();
+  await page.getByRole('button', { name: 'Check payment status' }).click();
+  const orderId = await expectConfirmation(page);
+  await expectOneOrderOneCharge(await ordersOfThisBrowser(context), orderId);
+});
+
+test('back after success: the checkout says the order is placed and links to it; no new order', async ({
+  page,
+  context,
+}) => {
+  await readyToPay(page);
+  await payButton(page).click();
+  const orderId = await expectConfirmation(page);
+  await page.goBack();
+  await expect(page.getByTestId('already-placed')).toBeVisible();
+  await expect(payButton(page)).toHaveCount(0);
+  await page.getByRole('link', { name: 'View your order' }).click();
+  expect(await expectConfirmation(page)).toBe(orderId);
+  await expectOneOrderOneCharge(await ordersOfThisBrowser(context), orderId);
+});
+
+test('two tabs paying the same cart at once: one order, both tabs show it', async ({ page, context }) => {
+  await readyToPay(page);
+  const second = await context.newPage();
+  await second.goto('/checkout');
+  await second.getByLabel('Email for the receipt').fill('shopper@example.com');
+  await second.getByLabel('Test card').selectOption('tok_visa');
+
+  await Promise.all([payButton(page).click(), payButton(second).click()]);
+  const [first, other] = await Promise.all([expectConfirmation(page), expectConfirmation(second)]);
+  expect(other).toBe(first);
+  await expectOneOrderOneCharge(await ordersOfThisBrowser(context), first);
+});
+
+test('editing the form after an unknown outcome re-checks the ORIGINAL payment instead of paying again', async ({
+  page,
+  context,
+}) => {
+  await readyToPay(page, 'Dotted Notebook', 'original@example.com');
+  // Every answer to placeOrder is lost, though the server runs and commits the first.
+  await page.route('**/api/trpc/checkout.placeOrder', async (route) => {
+    await route.fetch();
+    await route.abort('connectionreset');
+  });
+  await payButton(page).click();
+  await expect(page.getByTestId('payment-in-doubt')).toBeVisible({ timeout: 20_000 });
+  await page.unroute('**/api/trpc/checkout.placeOrder');
+
+  await page.getByLabel('Email for the receipt').fill('edited@example.com');
+  await payButton(page).click();
+  const orderId = await expectConfirmation(page);
+  await expect(page.getByText('original@example.com')).toBeVisible();
+  await expectOneOrderOneCharge(await ordersOfThisBrowser(context), orderId);
+});

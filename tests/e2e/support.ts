@@ -1,0 +1,78 @@
+import { type BrowserContext, expect, type Page } from '@playwright/test';
+
+export const providerUrl = `http://127.0.0.1:${process.env.E2E_PROVIDER_PORT ?? 4100}`;
+const providerAuth = { authorization: 'Bearer sk_test_idem' };
+
+export async function chargesForOrder(orderId: string): Promise<Array<{ status: string; amount: number }>> {
+  const response = await fetch(`${providerUrl}/v1/charges?order=${encodeURIComponent(orderId)}`, {
+    headers: providerAuth,
+  });
+  expect(response.ok).toBe(true);
+  return ((await response.json()) as { data: Array<{ status: string; amount: number }> }).data;
+}
+
+/** Arms the provider's fault knobs (enabled only in the e2e stack). */
+export async function setProviderKnobs(knobs: {
+  latencyMs?: number;
+  failNext?: number;
+  dropResponseNext?: number;
+}) {
+  const response = await fetch(`${providerUrl}/__knobs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(knobs),
+  });
+  expect(response.ok).toBe(true);
+}
+
+export async function resetProviderKnobs() {
+  await fetch(`${providerUrl}/__knobs`, { method: 'DELETE' });
+}
+
+export async function addToCart(page: Page, productName: string) {
+  await page.getByRole('button', { name: `Add ${productName} to cart` }).click();
+}
+
+/** Cart with one product, checkout form filled in, ready to pay. */
+export async function readyToPay(page: Page, productName = 'Dotted Notebook', email = 'shopper@example.com') {
+  await page.goto('/');
+  await addToCart(page, productName);
+  await page.goto('/checkout');
+  await page.getByLabel('Email for the receipt').fill(email);
+  await page.getByLabel('Test card').selectOption('tok_visa');
+}
+
+export const payButton = (page: Page) => page.getByRole('button', { name: /^Pay / });
+
+export async function expectConfirmation(page: Page): Promise<string> {
+  await expect(page.getByRole('heading', { name: /your order is confirmed/ })).toBeVisible({
+    timeout: 20_000,
+  });
+  const orderId = (await page.getByTestId('order-id').textContent())?.trim() ?? '';
+  expect(orderId).toMatch(/^[0-9a-f-]{36}$/);
+  return orderId;
+}
+
+/** The orders this browser's guest session owns, read from its order history in another tab. */
+export async function ordersOfThisBrowser(context: BrowserContext): Promise<string[]> {
+  const page = await context.newPage();
+  try {
+    await page.goto('/orders');
+    await expect(page.getByRole('heading', { name: 'Your orders' })).toBeVisible();
+    const links = await page.getByTestId('order-row').getByRole('link').all();
+    const ids: string[] = [];
+    for (const link of links) ids.push(((await link.getAttribute('href')) ?? '').replace('/orders/', ''));
+    return ids;
+  } finally {
+    await page.close();
+  }
+}
+
+/** Counts the placeOrder HTTP requests the page sends. */
+export function countPlaceOrderRequests(page: Page): () => number {
+  let count = 0;
+  page.on('request', (request) => {
+    if (request.url().includes('/api/trpc/checkout.placeOrder')) count += 1;
+  });
+  return () => count;
+}
