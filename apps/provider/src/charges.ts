@@ -2,10 +2,14 @@
  * Charge logic: request parameters, Stripe-style test tokens, persistence and the charge object.
  * Nothing here knows about HTTP or idempotency; callers decide in which transaction a charge runs.
  */
-import { randomInt } from 'node:crypto';
 import { z } from 'zod';
 import type { Queryable } from './db.ts';
-import { ApiError, invalidRequest } from './errors.ts';
+import { ApiError } from './errors.ts';
+import { type Outbox, recordChargeEvent } from './events.ts';
+import { newId } from './ids.ts';
+import { parseParams, type RequestBody } from './params.ts';
+
+export type { RequestBody } from './params.ts';
 
 export const MAX_AMOUNT = 99_999_999;
 
@@ -25,38 +29,9 @@ export const ChargeParamsSchema = z.strictObject({
 
 export type ChargeParams = z.infer<typeof ChargeParamsSchema>;
 
-/** Body as read off the wire; form bodies only have strings, so `amount` is coerced for them alone. */
-export type RequestBody = { kind: 'json'; value: unknown } | { kind: 'form'; value: Record<string, string> };
-
 export function parseChargeParams(body: RequestBody): ChargeParams {
-  let input = body.value;
-  if (body.kind === 'form') {
-    const { amount, ...rest } = body.value;
-    // Only plain digit strings become numbers, so "12.5" or "1e3" still fail validation as they do in JSON.
-    input = amount !== undefined && /^\d+$/.test(amount) ? { ...rest, amount: Number(amount) } : body.value;
-  }
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw invalidRequest('The request body must be a JSON object.');
-  }
-  const result = ChargeParamsSchema.safeParse(input);
-  if (result.success) return result.data;
-
-  const issue = result.error.issues[0];
-  if (issue === undefined) throw invalidRequest('Invalid request.');
-  if (issue.code === 'unrecognized_keys') {
-    const param = issue.keys[0] ?? '';
-    throw invalidRequest(`Received unknown parameter: ${param}`, { param });
-  }
-  const param = issue.path.map(String).join('.');
-  // zod 4 does not echo the input in issues by default, so "missing" is decided on the request body itself.
-  const field = issue.path[0];
-  const missing = typeof field === 'string' && !Object.hasOwn(input, field);
-  throw invalidRequest(
-    missing ? `Missing required param: ${param}.` : `Invalid ${param}: ${issue.message}.`,
-    {
-      param,
-    },
-  );
+  // Form bodies only have strings, so `amount` is coerced for them alone.
+  return parseParams(ChargeParamsSchema, body, ['amount']);
 }
 
 interface Decline {
@@ -111,10 +86,12 @@ export interface ChargeObject {
   status: 'succeeded' | 'failed';
   failure_code: string | null;
   failure_message: string | null;
+  /** Only a succeeded charge can become refunded (in full, once). */
+  refunded: boolean;
   created: number;
 }
 
-interface ChargeRow {
+export interface ChargeRow {
   id: string;
   amount: number;
   currency: string;
@@ -124,13 +101,14 @@ interface ChargeRow {
   status: 'succeeded' | 'failed';
   failure_code: string | null;
   failure_message: string | null;
+  refunded: boolean;
   created_at: Date;
 }
 
-const CHARGE_COLUMNS =
-  'id, amount, currency, source, order_ref, description, status, failure_code, failure_message, created_at';
+export const CHARGE_COLUMNS =
+  'id, amount, currency, source, order_ref, description, status, failure_code, failure_message, refunded, created_at';
 
-function toChargeObject(row: ChargeRow): ChargeObject {
+export function toChargeObject(row: ChargeRow): ChargeObject {
   // Explicit key order: the serialized object is what gets stored and replayed byte for byte.
   return {
     id: row.id,
@@ -143,18 +121,12 @@ function toChargeObject(row: ChargeRow): ChargeObject {
     status: row.status,
     failure_code: row.failure_code,
     failure_message: row.failure_message,
+    refunded: row.refunded,
     created: Math.floor(row.created_at.getTime() / 1000),
   };
 }
 
-const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-
-export function newChargeId(): string {
-  let id = 'ch_';
-  // crypto.randomInt is uniform over the alphabet (no modulo bias) and unpredictable, unlike Math.random.
-  for (let i = 0; i < 24; i += 1) id += ID_ALPHABET[randomInt(ID_ALPHABET.length)];
-  return id;
-}
+export const newChargeId = (): string => newId('ch');
 
 /** A response as it is sent and, under an idempotency key, stored: the body is already serialized. */
 export interface StoredResponse {
@@ -163,10 +135,16 @@ export interface StoredResponse {
 }
 
 /**
- * Records the charge (succeeded, or failed for a declining token) and returns the response for it.
+ * Records the charge (succeeded, or failed for a declining token) and its `charge.succeeded`/`charge.failed` event
+ * (plus the webhook outbox row), and returns the response for it. `db` must be a transaction's client: the charge
+ * and its event commit together or not at all.
  * Declines are a completed charge attempt with a deterministic outcome, so they are recorded and returned as 402.
  */
-export async function createCharge(db: Queryable, params: ChargeParams): Promise<StoredResponse> {
+export async function createCharge(
+  db: Queryable,
+  params: ChargeParams,
+  outbox: Outbox,
+): Promise<StoredResponse> {
   const decline = TEST_TOKENS.get(params.source);
   if (decline === undefined) assertKnownSource(params.source);
 
@@ -189,6 +167,8 @@ export async function createCharge(db: Queryable, params: ChargeParams): Promise
   );
   const row = result.rows[0];
   if (row === undefined) throw new Error('INSERT … RETURNING returned no row');
+  const charge = toChargeObject(row);
+  await recordChargeEvent(db, decline ? 'charge.failed' : 'charge.succeeded', charge, charge.created, outbox);
 
   if (decline) {
     return {
@@ -204,7 +184,7 @@ export async function createCharge(db: Queryable, params: ChargeParams): Promise
       }),
     };
   }
-  return { status: 200, body: JSON.stringify(toChargeObject(row)) };
+  return { status: 200, body: JSON.stringify(charge) };
 }
 
 export async function getCharge(db: Queryable, id: string): Promise<ChargeObject | undefined> {

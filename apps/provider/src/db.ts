@@ -52,6 +52,18 @@ CREATE TABLE IF NOT EXISTS provider.charges (
   created_at      timestamptz NOT NULL DEFAULT now()
 );
 
+-- Added with refunds. Checked first, so a restart on an up-to-date schema takes no ACCESS EXCLUSIVE lock on charges.
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                  WHERE table_schema = 'provider' AND table_name = 'charges' AND column_name = 'refunded') THEN
+    ALTER TABLE provider.charges
+      ADD COLUMN refunded    boolean NOT NULL DEFAULT false,
+      ADD COLUMN refunded_at timestamptz;
+  END IF;
+END
+$$;
+
 CREATE INDEX IF NOT EXISTS charges_order_ref_idx ON provider.charges (order_ref, created_at, seq);
 
 CREATE TABLE IF NOT EXISTS provider.idempotency_keys (
@@ -66,6 +78,49 @@ CREATE TABLE IF NOT EXISTS provider.idempotency_keys (
   created_at      timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (scope, key)
 );
+
+-- Full refunds only, so at most one per charge (UNIQUE backs up the guarded UPDATE in refunds.ts).
+CREATE TABLE IF NOT EXISTS provider.refunds (
+  id              text PRIMARY KEY,
+  charge_id       text NOT NULL UNIQUE REFERENCES provider.charges (id),
+  amount          integer NOT NULL CHECK (amount > 0),
+  status          text NOT NULL CHECK (status = 'succeeded'),
+  created_at      timestamptz NOT NULL DEFAULT now()
+);
+
+-- Written in the same transaction as the charge/refund it describes.
+CREATE TABLE IF NOT EXISTS provider.events (
+  id              text PRIMARY KEY,
+  seq             bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+  type            text NOT NULL CHECK (type IN ('charge.succeeded', 'charge.failed', 'charge.refunded')),
+  charge_id       text NOT NULL REFERENCES provider.charges (id),
+  -- json, not jsonb: the exact text is kept, and it is what gets POSTed and signed.
+  payload         json NOT NULL,
+  created_at      timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE INDEX IF NOT EXISTS events_charge_id_idx ON provider.events (charge_id, seq);
+
+-- The webhook outbox: one row per event that had an endpoint when it was recorded (same transaction).
+-- A row is claimed by pushing next_attempt_at forward (a lease) with FOR UPDATE SKIP LOCKED, so concurrent
+-- provider processes never hold the same row at once; attempts counts claims.
+CREATE TABLE IF NOT EXISTS provider.webhook_deliveries (
+  event_id        text PRIMARY KEY REFERENCES provider.events (id),
+  event_seq       bigint NOT NULL,
+  url             text NOT NULL,
+  attempts        integer NOT NULL DEFAULT 0,
+  next_attempt_at timestamptz NOT NULL DEFAULT now(),
+  last_attempt_at timestamptz,
+  delivered_at    timestamptz,
+  -- Set when the last allowed attempt failed: the delivery was given up.
+  failed_at       timestamptz,
+  last_status     integer,
+  last_error      text,
+  created_at      timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE INDEX IF NOT EXISTS webhook_deliveries_due_idx ON provider.webhook_deliveries (url, next_attempt_at, event_seq)
+  WHERE delivered_at IS NULL AND failed_at IS NULL;
 `;
 
 /**

@@ -3,6 +3,7 @@
  * line instead of surfacing later as an odd runtime error.
  */
 import { z } from 'zod';
+import { DEFAULT_WEBHOOK_SECRET } from './signature.ts';
 
 export const DEFAULT_SECRET_KEY = 'sk_test_idem';
 
@@ -29,6 +30,16 @@ const EnvSchema = z.object({
       .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must start with postgres:// or postgresql://'),
   ),
   PROVIDER_SECRET_KEY: z.preprocess(unsetIfEmpty, z.string().default(DEFAULT_SECRET_KEY)),
+  PROVIDER_WEBHOOK_URL: z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .refine((value) => /^https?:\/\//i.test(value) && URL.canParse(value), {
+        error: 'PROVIDER_WEBHOOK_URL must be an http:// or https:// URL',
+      })
+      .optional(),
+  ),
+  PROVIDER_WEBHOOK_SECRET: z.preprocess(unsetIfEmpty, z.string().default(DEFAULT_WEBHOOK_SECRET)),
   PROVIDER_TEST_KNOBS: z.preprocess(
     unsetIfEmpty,
     z
@@ -44,6 +55,9 @@ export interface Env {
   databaseUrl: string;
   secretKey: string;
   testKnobs: boolean;
+  /** Unset: events are recorded but not delivered. */
+  webhookUrl: string | undefined;
+  webhookSecret: string;
 }
 
 /** Thrown with a one-line message that main.ts prints as-is (no stack trace: it is a config error, not a bug). */
@@ -67,5 +81,7 @@ export function parseEnv(source: Readonly<Record<string, string | undefined>>): 
     databaseUrl: env.DATABASE_URL,
     secretKey: env.PROVIDER_SECRET_KEY,
     testKnobs: env.PROVIDER_TEST_KNOBS,
+    webhookUrl: env.PROVIDER_WEBHOOK_URL,
+    webhookSecret: env.PROVIDER_WEBHOOK_SECRET,
   };
 }

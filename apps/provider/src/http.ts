@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
 import { bearerAuth } from './auth.ts';
 import { readRequestBody } from './body.ts';
 import {
@@ -13,17 +14,25 @@ import {
   getCharge,
   listChargesByOrder,
   parseChargeParams,
+  type StoredResponse,
 } from './charges.ts';
-import type { Pool } from './db.ts';
+import { type Pool, type PoolClient, withTransaction } from './db.ts';
 import { ApiError, invalidRequest } from './errors.ts';
+import { listEvents, type Outbox } from './events.ts';
 import { fingerprint, keyScope, parseIdempotencyKey, runIdempotent } from './idempotency.ts';
 import { type Knobs, KnobUpdateSchema } from './knobs.ts';
+import { createRefund, parseRefundParams } from './refunds.ts';
+import type { WebhookDispatcher } from './webhooks.ts';
 
 export interface AppDeps {
   pool: Pool;
   secretKey: string;
-  /** Present only when test knobs are enabled; otherwise /__knobs is a 404 and nothing can be armed. */
+  /** Present only when test knobs are enabled; otherwise /__knobs and /__webhooks are 404s. */
   knobs: Knobs | undefined;
+  /** Where new events are queued for delivery (webhookUrl undefined: recorded only). */
+  outbox: Outbox;
+  /** The delivery loop, when a webhook URL is configured (used by POST /__webhooks/flush). */
+  webhooks: WebhookDispatcher | undefined;
   log: (line: string) => void;
 }
 
@@ -70,7 +79,19 @@ export function createRequestListener(deps: AppDeps): RequestListener {
       return json(200, { ok: true });
     }
 
-    if (path === '/__knobs' && deps.knobs !== undefined) return knobsRoute(req, method, path, deps.knobs);
+    if (deps.knobs !== undefined) {
+      if (path === '/__knobs') return knobsRoute(req, method, path, deps.knobs);
+      if (path === '/__webhooks') {
+        if (method !== 'GET') throw methodNotAllowed(method, path, ['GET']);
+        const charge = url.searchParams.get('charge');
+        const data = await listEvents(deps.pool, { limit: 1000, ...(charge === null ? {} : { charge }) });
+        return json(200, { object: 'list', data });
+      }
+      if (path === '/__webhooks/flush') {
+        if (method !== 'POST') throw methodNotAllowed(method, path, ['POST']);
+        return flushRoute(req, deps.webhooks);
+      }
+    }
 
     if (path === '/v1' || path.startsWith('/v1/')) {
       // Authenticate before revealing anything, including which /v1 paths exist.
@@ -85,6 +106,11 @@ export function createRequestListener(deps: AppDeps): RequestListener {
           return json(200, { object: 'list', data: await listChargesByOrder(deps.pool, order) });
         }
         throw methodNotAllowed(method, path, ['GET', 'POST']);
+      }
+
+      if (path === '/v1/refunds') {
+        if (method === 'POST') return postRefund(req);
+        throw methodNotAllowed(method, path, ['POST']);
       }
 
       const match = CHARGE_PATH.exec(path);
@@ -116,23 +142,38 @@ export function createRequestListener(deps: AppDeps): RequestListener {
       throw new ApiError(500, 'api_error', 'Simulated provider failure (test knob failNext).');
     }
 
-    let reply: Reply;
-    if (key === undefined) {
-      reply = await createCharge(deps.pool, params);
-    } else {
-      const outcome = await runIdempotent(
-        deps.pool,
-        { scope, key, fingerprint: fingerprint(params) },
-        (client) => createCharge(client, params),
-      );
-      reply = {
-        ...outcome.response,
-        ...(outcome.kind === 'replayed' ? { headers: { 'Idempotent-Replayed': 'true' } } : {}),
-      };
-    }
+    const reply = await execute(key, fingerprint(params), (client) =>
+      createCharge(client, params, deps.outbox),
+    );
     // Taken only once the call produced its (committed) response, so a 422/409/500 does not use up a drop.
     if (deps.knobs?.takeDrop()) reply.drop = true;
     return reply;
+  }
+
+  async function postRefund(req: IncomingMessage): Promise<Reply> {
+    const key = parseIdempotencyKey(req.headers['idempotency-key']);
+    const params = parseRefundParams(await readRequestBody(req));
+    // The endpoint is part of the fingerprint: a key first used for a charge cannot be reused for a refund.
+    return execute(key, fingerprint({ endpoint: 'POST /v1/refunds', params }), (client) =>
+      createRefund(client, params, deps.outbox),
+    );
+  }
+
+  /**
+   * Runs a write in one transaction, under the Idempotency-Key when there is one (claim, write, event, outbox and
+   * stored response commit together; a replay runs nothing, so it records no second event).
+   */
+  async function execute(
+    key: string | undefined,
+    requestFingerprint: string,
+    write: (client: PoolClient) => Promise<StoredResponse>,
+  ): Promise<Reply> {
+    if (key === undefined) return { ...(await withTransaction(deps.pool, write)) };
+    const outcome = await runIdempotent(deps.pool, { scope, key, fingerprint: requestFingerprint }, write);
+    return {
+      ...outcome.response,
+      ...(outcome.kind === 'replayed' ? { headers: { 'Idempotent-Replayed': 'true' } } : {}),
+    };
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -192,6 +233,22 @@ async function knobsRoute(req: IncomingMessage, method: string, path: string, kn
     return json(200, knobs.set(result.data));
   }
   throw methodNotAllowed(method, path, ['GET', 'POST', 'DELETE']);
+}
+
+const FlushSchema = z.strictObject({ order: z.enum(['forward', 'reverse']).default('forward') });
+
+async function flushRoute(req: IncomingMessage, webhooks: WebhookDispatcher | undefined): Promise<Reply> {
+  const body = await readRequestBody(req);
+  const result = FlushSchema.safeParse(body.kind === 'json' ? body.value : undefined);
+  if (!result.success) {
+    throw invalidRequest('Invalid flush: expected { "order": "forward" | "reverse" }.', { param: 'order' });
+  }
+  if (webhooks === undefined) {
+    throw invalidRequest(
+      'No webhook URL is configured (PROVIDER_WEBHOOK_URL / webhookUrl): nothing to flush.',
+    );
+  }
+  return json(200, { object: 'list', data: await webhooks.flush(result.data.order) });
 }
 
 function errorReply(err: unknown, what: string, log: (line: string) => void): Reply {

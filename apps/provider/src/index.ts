@@ -6,10 +6,24 @@ import { createPool, ensureSchema } from './db.ts';
 import { DEFAULT_SECRET_KEY } from './env.ts';
 import { createRequestListener } from './http.ts';
 import { Knobs } from './knobs.ts';
+import { DEFAULT_WEBHOOK_SECRET } from './signature.ts';
+import { parseWebhookUrl, WebhookDispatcher } from './webhooks.ts';
 
 export type { ChargeObject } from './charges.ts';
 export { DEFAULT_SECRET_KEY } from './env.ts';
+export type { EventObject, EventType, EventWithDelivery } from './events.ts';
 export type { KnobState } from './knobs.ts';
+export type { RefundObject } from './refunds.ts';
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  DEFAULT_WEBHOOK_SECRET,
+  SIGNATURE_HEADER,
+  signWebhookPayload,
+  type VerifyOptions,
+  verifyWebhookSignature,
+  type WebhookBody,
+} from './signature.ts';
+export type { DeliveryResult } from './webhooks.ts';
 
 export interface ProviderOptions {
   databaseUrl: string;
@@ -17,8 +31,12 @@ export interface ProviderOptions {
   port: number;
   host?: string;
   secretKey?: string;
-  /** Enables /__knobs (latency, failures, dropped responses). Never on in production-like runs. */
+  /** Enables /__knobs and /__webhooks (latency, failures, dropped responses, webhook faults). Never on in production-like runs. */
   testKnobs?: boolean;
+  /** Where events are POSTed (http/https). Unset: events are recorded, nothing is delivered. */
+  webhookUrl?: string;
+  /** HMAC secret for the Idem-Signature header; default `whsec_test_idem`. */
+  webhookSecret?: string;
   /** Where unexpected errors are reported; defaults to stderr. */
   log?: (line: string) => void;
 }
@@ -26,7 +44,10 @@ export interface ProviderOptions {
 export interface RunningProvider {
   url: string;
   port: number;
-  /** Stops accepting connections, lets in-flight requests finish (bounded), then ends the pool. Idempotent. */
+  /**
+   * Stops accepting connections and the webhook loop, lets in-flight requests and deliveries finish (bounded),
+   * then ends the pool. Idempotent.
+   */
   close(): Promise<void>;
 }
 
@@ -36,7 +57,18 @@ const SHUTDOWN_GRACE_MS = 5_000;
 export async function startProvider(options: ProviderOptions): Promise<RunningProvider> {
   const host = options.host ?? '127.0.0.1';
   const log = options.log ?? ((line: string) => console.error(line));
+  const webhookUrl = options.webhookUrl === undefined ? undefined : parseWebhookUrl(options.webhookUrl).href;
+  const knobs = options.testKnobs ? new Knobs() : undefined;
   const pool = createPool(options.databaseUrl, log);
+  const webhooks =
+    webhookUrl === undefined
+      ? undefined
+      : new WebhookDispatcher(
+          pool,
+          { url: webhookUrl, secret: options.webhookSecret ?? DEFAULT_WEBHOOK_SECRET },
+          knobs,
+          log,
+        );
 
   // Responses not yet sent; on close() they are told to close their keep-alive connection, otherwise the server
   // would wait for the client to drop it (seconds) before close() could resolve.
@@ -50,7 +82,9 @@ export async function startProvider(options: ProviderOptions): Promise<RunningPr
     const listener = createRequestListener({
       pool,
       secretKey: options.secretKey ?? DEFAULT_SECRET_KEY,
-      knobs: options.testKnobs ? new Knobs() : undefined,
+      knobs,
+      outbox: { webhookUrl },
+      webhooks,
       log,
     });
     server = createServer((req, res) => {
@@ -65,6 +99,10 @@ export async function startProvider(options: ProviderOptions): Promise<RunningPr
     throw err;
   }
 
+  // Only once serving: a failed start leaves no loop behind. Leftover due deliveries (from before a restart, or
+  // another process's expired leases) are picked up on the first poll.
+  webhooks?.start();
+
   const address = server.address();
   // Only a pipe/socket-path server returns a string; we always listen on TCP.
   if (address === null || typeof address === 'string') throw new Error('provider: unexpected listen address');
@@ -76,7 +114,7 @@ export async function startProvider(options: ProviderOptions): Promise<RunningPr
     closingDone ??= (async () => {
       closing = true;
       for (const res of pending) if (!res.headersSent) res.setHeader('Connection', 'close');
-      await new Promise<void>((resolve) => {
+      const serverClosed = new Promise<void>((resolve) => {
         const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
         server.close(() => {
           clearTimeout(force);
@@ -85,6 +123,8 @@ export async function startProvider(options: ProviderOptions): Promise<RunningPr
         // Idle keep-alive sockets would otherwise hold close() open until they time out.
         server.closeIdleConnections();
       });
+      // The loop stops claiming at once; deliveries in flight (≤ 5 s each) still get their outcome recorded.
+      await Promise.all([serverClosed, webhooks?.close()]);
       await pool.end();
     })();
     return closingDone;

@@ -1,6 +1,7 @@
 /**
- * Test knobs: fault injection for the checkout app's tests (slow provider, provider 5xx, lost responses).
- * Kept in memory per process on purpose: they are armed by a test against the process it started.
+ * Test knobs: fault injection for the checkout app's tests (slow provider, provider 5xx, lost responses, and
+ * misbehaving webhook deliveries). Kept in memory per process on purpose: they are armed by a test against the
+ * process it started.
  */
 import { z } from 'zod';
 
@@ -11,17 +12,35 @@ export interface KnobState {
   failNext: number;
   /** The next N valid charge calls run (and commit) normally, then the socket is destroyed without a response. */
   dropResponseNext: number;
+  /** Every webhook delivery is POSTed this many extra times, concurrently with the first. */
+  webhookDuplicates: number;
+  /** Deliveries are held (not sent) until POST /__webhooks/flush, which sends them and releases the hold. */
+  webhookHold: boolean;
+  /** The next N delivery attempts are not sent and count as failed (retried with backoff). */
+  webhookFailNext: number;
 }
+
+const count = z.number().int().min(0).max(1_000_000).optional();
 
 export const KnobUpdateSchema = z.strictObject({
   latencyMs: z.number().int().min(0).max(120_000).optional(),
-  failNext: z.number().int().min(0).max(1_000_000).optional(),
-  dropResponseNext: z.number().int().min(0).max(1_000_000).optional(),
+  failNext: count,
+  dropResponseNext: count,
+  webhookDuplicates: z.number().int().min(0).max(100).optional(),
+  webhookHold: z.boolean().optional(),
+  webhookFailNext: count,
 });
 
 export type KnobUpdate = z.infer<typeof KnobUpdateSchema>;
 
-const DEFAULTS: KnobState = { latencyMs: 0, failNext: 0, dropResponseNext: 0 };
+const DEFAULTS: KnobState = {
+  latencyMs: 0,
+  failNext: 0,
+  dropResponseNext: 0,
+  webhookDuplicates: 0,
+  webhookHold: false,
+  webhookFailNext: 0,
+};
 
 export class Knobs {
   #state: KnobState = { ...DEFAULTS };
@@ -32,10 +51,14 @@ export class Knobs {
 
   /** Partial update: fields left out keep their current value. */
   set(update: KnobUpdate): KnobState {
+    const state = this.#state;
     this.#state = {
-      latencyMs: update.latencyMs ?? this.#state.latencyMs,
-      failNext: update.failNext ?? this.#state.failNext,
-      dropResponseNext: update.dropResponseNext ?? this.#state.dropResponseNext,
+      latencyMs: update.latencyMs ?? state.latencyMs,
+      failNext: update.failNext ?? state.failNext,
+      dropResponseNext: update.dropResponseNext ?? state.dropResponseNext,
+      webhookDuplicates: update.webhookDuplicates ?? state.webhookDuplicates,
+      webhookHold: update.webhookHold ?? state.webhookHold,
+      webhookFailNext: update.webhookFailNext ?? state.webhookFailNext,
     };
     return this.snapshot();
   }
@@ -49,6 +72,18 @@ export class Knobs {
     return this.#state.latencyMs;
   }
 
+  get webhookDuplicates(): number {
+    return this.#state.webhookDuplicates;
+  }
+
+  get webhookHold(): boolean {
+    return this.#state.webhookHold;
+  }
+
+  releaseWebhookHold(): void {
+    this.#state.webhookHold = false;
+  }
+
   /** Consumes one armed failure. Synchronous, so concurrent requests each take a distinct slot. */
   takeFailure(): boolean {
     if (this.#state.failNext <= 0) return false;
@@ -60,6 +95,13 @@ export class Knobs {
   takeDrop(): boolean {
     if (this.#state.dropResponseNext <= 0) return false;
     this.#state.dropResponseNext -= 1;
+    return true;
+  }
+
+  /** Consumes one armed failed webhook delivery attempt. */
+  takeWebhookFailure(): boolean {
+    if (this.#state.webhookFailNext <= 0) return false;
+    this.#state.webhookFailNext -= 1;
     return true;
   }
 }

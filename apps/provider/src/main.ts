@@ -11,14 +11,14 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-/** Never print a database password that may be embedded in DATABASE_URL. */
-function redact(databaseUrl: string): string {
+/** Never print a password that may be embedded in DATABASE_URL (or the webhook URL). */
+function redact(value: string): string {
   try {
-    const url = new URL(databaseUrl);
+    const url = new URL(value);
     if (url.password !== '') url.password = '***';
     return url.toString();
   } catch {
-    return '(unparseable DATABASE_URL)';
+    return '(unparseable URL)';
   }
 }
 
@@ -49,12 +49,17 @@ try {
     host: env.host,
     secretKey: env.secretKey,
     testKnobs: env.testKnobs,
+    ...(env.webhookUrl === undefined ? {} : { webhookUrl: env.webhookUrl }),
+    webhookSecret: env.webhookSecret,
   });
 } catch (err) {
   fail(describeStartupError(err, env));
 }
 
-console.log(`provider listening on ${provider.url}${env.testKnobs ? ' (test knobs enabled)' : ''}`);
+const webhooks = env.webhookUrl === undefined ? '' : ` (webhooks to ${redact(env.webhookUrl)})`;
+console.log(
+  `provider listening on ${provider.url}${webhooks}${env.testKnobs ? ' (test knobs enabled)' : ''}`,
+);
 
 let shuttingDown = false;
 const shutdown = (signal: NodeJS.Signals): void => {

@@ -50,6 +50,7 @@ describe('POST /v1/charges', () => {
       status: 'succeeded',
       failure_code: null,
       failure_message: null,
+      refunded: false,
       created: expect.any(Number),
     });
     expect(charge.created).toBeGreaterThanOrEqual(before - 5);
@@ -250,7 +251,8 @@ describe('GET /v1/charges', () => {
 describe('routing', () => {
   it('returns 404 for unknown routes and 405 for wrong methods', async () => {
     expect((await getJson(base, '/nope', null)).status).toBe(404);
-    expect((await getJson(base, '/v1/refunds')).status).toBe(404);
+    expect((await getJson(base, '/v1/customers')).status).toBe(404);
+    expect((await getJson(base, '/v1/refunds')).status).toBe(405); // POST only
     const put = await fetch(`${base}/v1/charges`, {
       method: 'PUT',
       headers: { Authorization: `Bearer ${SECRET}` },

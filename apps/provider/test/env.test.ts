@@ -11,6 +11,8 @@ describe('parseEnv', () => {
       databaseUrl: URL,
       secretKey: 'sk_test_idem',
       testKnobs: false,
+      webhookUrl: undefined,
+      webhookSecret: 'whsec_test_idem',
     });
   });
 
@@ -22,8 +24,18 @@ describe('parseEnv', () => {
         HOST: '0.0.0.0',
         PROVIDER_SECRET_KEY: 'sk_x',
         PROVIDER_TEST_KNOBS: '1',
+        PROVIDER_WEBHOOK_URL: 'http://127.0.0.1:3000/api/webhooks/provider',
+        PROVIDER_WEBHOOK_SECRET: 'whsec_x',
       }),
-    ).toEqual({ port: 0, host: '0.0.0.0', databaseUrl: URL, secretKey: 'sk_x', testKnobs: true });
+    ).toEqual({
+      port: 0,
+      host: '0.0.0.0',
+      databaseUrl: URL,
+      secretKey: 'sk_x',
+      testKnobs: true,
+      webhookUrl: 'http://127.0.0.1:3000/api/webhooks/provider',
+      webhookSecret: 'whsec_x',
+    });
     expect(parseEnv({ DATABASE_URL: URL, PORT: '', HOST: '', PROVIDER_TEST_KNOBS: '' })).toMatchObject({
       port: 4000,
       host: '127.0.0.1',
@@ -40,6 +52,14 @@ describe('parseEnv', () => {
     [{ DATABASE_URL: URL, PORT: '-1' }, /PORT must be an integer/],
     [{ DATABASE_URL: URL, PORT: '80abc' }, /PORT must be an integer/],
     [{ DATABASE_URL: URL, PROVIDER_TEST_KNOBS: 'yes' }, /PROVIDER_TEST_KNOBS must be 1 or 0/],
+    [
+      { DATABASE_URL: URL, PROVIDER_WEBHOOK_URL: 'localhost:3000/hook' },
+      /PROVIDER_WEBHOOK_URL must be an http/,
+    ],
+    [
+      { DATABASE_URL: URL, PROVIDER_WEBHOOK_URL: 'ftp://example.com/' },
+      /PROVIDER_WEBHOOK_URL must be an http/,
+    ],
   ])('rejects %j with a one-line message', (env, message) => {
     expect(() => parseEnv(env)).toThrow(EnvError);
     expect(() => parseEnv(env)).toThrow(message);

@@ -129,11 +129,28 @@ export async function postCharge(
   body: ChargeBody | string,
   options: PostOptions = {},
 ): Promise<RawResponse> {
+  return postV1(base, '/v1/charges', body, options);
+}
+
+export async function postRefund(
+  base: string,
+  body: { charge?: unknown; [extra: string]: unknown } | string,
+  options: PostOptions = {},
+): Promise<RawResponse> {
+  return postV1(base, '/v1/refunds', body, options);
+}
+
+async function postV1(
+  base: string,
+  path: string,
+  body: object | string,
+  options: PostOptions,
+): Promise<RawResponse> {
   const headers: Record<string, string> = { 'Content-Type': 'application/json', ...options.headers };
   const secret = options.secret === undefined ? SECRET : options.secret;
   if (secret !== null) headers.Authorization = `Bearer ${secret}`;
   if (options.key !== undefined) headers['Idempotency-Key'] = options.key;
-  const res = await fetch(`${base}/v1/charges`, {
+  const res = await fetch(`${base}${path}`, {
     method: 'POST',
     headers,
     body: typeof body === 'string' ? body : JSON.stringify(body),

@@ -42,20 +42,44 @@ describe('/__knobs', () => {
   it('shows, sets (partially) and resets the knobs', async () => {
     expect(await knobs('GET')).toEqual({
       status: 200,
-      json: { latencyMs: 0, failNext: 0, dropResponseNext: 0 },
+      json: {
+        latencyMs: 0,
+        failNext: 0,
+        dropResponseNext: 0,
+        webhookDuplicates: 0,
+        webhookHold: false,
+        webhookFailNext: 0,
+      },
     });
     expect(await knobs('POST', { failNext: 2 })).toEqual({
       status: 200,
-      json: { latencyMs: 0, failNext: 2, dropResponseNext: 0 },
+      json: {
+        latencyMs: 0,
+        failNext: 2,
+        dropResponseNext: 0,
+        webhookDuplicates: 0,
+        webhookHold: false,
+        webhookFailNext: 0,
+      },
     });
     expect((await knobs('POST', { latencyMs: 10 })).json).toEqual({
       latencyMs: 10,
       failNext: 2,
       dropResponseNext: 0,
+      webhookDuplicates: 0,
+      webhookHold: false,
+      webhookFailNext: 0,
     });
     expect(await knobs('DELETE')).toEqual({
       status: 200,
-      json: { latencyMs: 0, failNext: 0, dropResponseNext: 0 },
+      json: {
+        latencyMs: 0,
+        failNext: 0,
+        dropResponseNext: 0,
+        webhookDuplicates: 0,
+        webhookHold: false,
+        webhookFailNext: 0,
+      },
     });
   });
 
@@ -64,7 +88,14 @@ describe('/__knobs', () => {
       const res = await knobs('POST', body);
       expect(res.status, JSON.stringify(body)).toBe(400);
     }
-    expect((await knobs('GET')).json).toEqual({ latencyMs: 0, failNext: 0, dropResponseNext: 0 });
+    expect((await knobs('GET')).json).toEqual({
+      latencyMs: 0,
+      failNext: 0,
+      dropResponseNext: 0,
+      webhookDuplicates: 0,
+      webhookHold: false,
+      webhookFailNext: 0,
+    });
   });
 
   describe('when test knobs are disabled', () => {

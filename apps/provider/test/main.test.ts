@@ -126,7 +126,14 @@ describe('src/main.ts', () => {
       const url = await waitForUrl(run);
       const res = await fetch(`${url}/__knobs`);
       expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ latencyMs: 0, failNext: 0, dropResponseNext: 0 });
+      expect(await res.json()).toEqual({
+        latencyMs: 0,
+        failNext: 0,
+        dropResponseNext: 0,
+        webhookDuplicates: 0,
+        webhookHold: false,
+        webhookFailNext: 0,
+      });
     } finally {
       run.child.kill('SIGTERM');
       expect(await run.exited).toBe(0);

@@ -49,7 +49,10 @@ describe('startProvider', () => {
       );
       expect(tables.rows).toEqual([
         { schema: 'provider', name: 'charges' },
+        { schema: 'provider', name: 'events' },
         { schema: 'provider', name: 'idempotency_keys' },
+        { schema: 'provider', name: 'refunds' },
+        { schema: 'provider', name: 'webhook_deliveries' },
       ]);
     } finally {
       await client.end();
