@@ -1,5 +1,5 @@
 /**
- * Runs the whole local stack: database → migrations → seed → payment provider → web app.
+ * Runs the whole local stack: database → migrations → seed → payment provider → worker → web app.
  *
  *   tsx scripts/stack.ts dev     `pnpm dev`:   next dev, data kept in .data/
  *   tsx scripts/stack.ts start   `pnpm start`: next start (after `pnpm build`), data kept in .data/
@@ -139,6 +139,8 @@ async function main() {
     DATABASE_URL: databaseUrl,
     PROVIDER_URL: providerUrl,
     NEXT_TELEMETRY_DISABLED: '1',
+    // The test-only switches (a dedupe turned off for a control run) exist only in the e2e stack.
+    IDEM_TEST_HOOKS: mode === 'e2e' ? '1' : '0',
   };
   const secret = await sessionSecret();
   if (secret) env.SESSION_SECRET = secret;
@@ -152,8 +154,14 @@ async function main() {
         PORT: String(providerPort),
         HOST: host,
         PROVIDER_TEST_KNOBS: mode === 'e2e' ? '1' : (process.env.PROVIDER_TEST_KNOBS ?? '0'),
+        PROVIDER_WEBHOOK_URL: `http://${host}:${webPort}/api/webhooks/provider`,
       },
       color: 35,
+    }),
+    startProcess('worker', process.execPath, [...tsx, 'apps/worker/src/main.ts'], {
+      cwd: repoRoot,
+      env: { ...env, WORKER_TEST_HOOKS: env.IDEM_TEST_HOOKS },
+      color: 33,
     }),
   );
   const nextBin = path.join(repoRoot, 'apps/web/node_modules/next/dist/bin/next');

@@ -76,3 +76,13 @@ export function countPlaceOrderRequests(page: Page): () => number {
   });
   return () => count;
 }
+
+/** Sends the webhooks the provider held (`webhookHold`), in the given order. */
+export async function flushProviderWebhooks(order: 'forward' | 'reverse' = 'forward') {
+  const response = await fetch(`${providerUrl}/__webhooks/flush`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ order }),
+  });
+  expect(response.ok).toBe(true);
+}

@@ -10,6 +10,13 @@ const schema = z.object({
   DATABASE_URL: z.url({ error: 'DATABASE_URL must be a postgresql:// URL (pnpm dev sets it for you)' }),
   PROVIDER_URL: z.url().default('http://127.0.0.1:4000'),
   PROVIDER_SECRET_KEY: z.string().min(1).default('sk_test_idem'),
+  /** Signs the provider's webhooks (`Idem-Signature`); the simulated provider's test-mode default. */
+  PROVIDER_WEBHOOK_SECRET: z.string().min(1).default('whsec_test_idem'),
+  /**
+   * Test-only: `1` lets the Playwright/vitest suites switch a dedupe off to show the duplicate it prevents
+   * (see server/test-hooks.ts). Never set in production.
+   */
+  IDEM_TEST_HOOKS: z.enum(['0', '1']).default('0'),
   SESSION_SECRET: isProduction
     ? z.string().min(32, 'SESSION_SECRET must be at least 32 characters')
     : z.string().min(32).default(DEV_SESSION_SECRET),

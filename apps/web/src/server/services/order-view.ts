@@ -4,6 +4,8 @@ import type { Prisma } from '@idem/db';
 export const orderViewInclude = {
   items: { orderBy: { name: 'asc' } },
   payment: true,
+  shipment: true,
+  emails: { orderBy: { createdAt: 'asc' } },
 } as const satisfies Prisma.OrderInclude;
 
 type OrderWithDetails = Prisma.OrderGetPayload<{ include: typeof orderViewInclude }>;
@@ -21,6 +23,14 @@ export function toOrderView(order: OrderWithDetails) {
       name: item.name,
       quantity: item.quantity,
       unitPriceCents: item.unitPriceCents,
+    })),
+    shipment: order.shipment
+      ? { carrier: order.shipment.carrier, createdAt: order.shipment.createdAt }
+      : null,
+    emails: order.emails.map((email) => ({
+      kind: email.kind,
+      recipient: email.recipient,
+      createdAt: email.createdAt,
     })),
     payment: order.payment
       ? {

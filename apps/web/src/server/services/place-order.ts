@@ -11,6 +11,7 @@ import type { Database } from '@idem/db';
 import type { PlaceOrderInput } from '~/lib/schemas';
 import { ShopError } from '../errors.ts';
 import type { PaymentProvider } from '../payments/provider-client.ts';
+import { markOrderPaid, markOrderPaymentFailed, recordPayment } from './order-transitions.ts';
 import { type OrderView, orderViewInclude, toOrderView } from './order-view.ts';
 
 export interface PlaceOrderDeps {
@@ -48,8 +49,9 @@ export async function placeOrder(deps: PlaceOrderDeps, request: PlaceOrderReques
   });
   if (existing && existing.principal !== request.principalId)
     throw new Error('Order id collision across principals.');
-  // A previous attempt got this far: finish it rather than start again.
-  if (existing?.status === 'paid') return toOrderView(existing);
+  // A previous attempt (or the provider's webhook) got this far: finish it rather than start again.
+  if (existing && existing.status !== 'pending' && existing.status !== 'payment_failed')
+    return toOrderView(existing);
   if (existing?.status === 'payment_failed') {
     throw new ShopError('card_declined', existing.payment?.failureMessage ?? 'Your card was declined.');
   }
@@ -67,40 +69,32 @@ export async function placeOrder(deps: PlaceOrderDeps, request: PlaceOrderReques
 
   if (result.outcome === 'declined') {
     await deps.db.$transaction(async (tx) => {
-      await tx.payment.create({
-        data: {
-          orderId: order.id,
-          providerChargeId: result.chargeId,
-          status: 'failed',
-          amountCents: order.totalCents,
-          currency: order.currency,
-          failureCode: result.code,
-          failureMessage: result.message,
-        },
+      await recordPayment(tx, {
+        orderId: order.id,
+        providerChargeId: result.chargeId,
+        status: 'failed',
+        amountCents: order.totalCents,
+        currency: order.currency,
+        failureCode: result.code,
+        failureMessage: result.message,
       });
-      await tx.order.update({ where: { id: order.id }, data: { status: 'payment_failed' } });
-      // Give the reserved stock back: nothing was sold.
-      for (const item of order.items) {
-        await tx.product.update({
-          where: { id: item.productId },
-          data: { stock: { increment: item.quantity } },
-        });
-      }
+      // Nothing was sold: the transition gives the reserved stock back (once, even if the webhook got here first).
+      await markOrderPaymentFailed(tx, order.id);
     });
     throw new ShopError('card_declined', result.message);
   }
 
+  // The provider's charge.succeeded webhook may have recorded all this already: both writes are idempotent.
   const paid = await deps.db.$transaction(async (tx) => {
-    await tx.payment.create({
-      data: {
-        orderId: order.id,
-        providerChargeId: result.charge.id,
-        status: 'succeeded',
-        amountCents: result.charge.amount,
-        currency: result.charge.currency,
-      },
+    await recordPayment(tx, {
+      orderId: order.id,
+      providerChargeId: result.charge.id,
+      status: 'succeeded',
+      amountCents: result.charge.amount,
+      currency: result.charge.currency,
     });
-    return tx.order.update({ where: { id: order.id }, data: { status: 'paid' }, include: orderViewInclude });
+    await markOrderPaid(tx, order.id);
+    return tx.order.findUniqueOrThrow({ where: { id: order.id }, include: orderViewInclude });
   });
   return toOrderView(paid);
 }

@@ -1,7 +1,7 @@
 import type { Metadata } from 'next';
 import Link from 'next/link';
 import { notFound } from 'next/navigation';
-import { OrderStatusBadge } from '~/components/order-status-badge';
+import { OrderProgress } from '~/components/order-progress';
 import { formatMoney } from '~/lib/money';
 import { orderIdInput } from '~/lib/schemas';
 import { db } from '~/server/db';
@@ -18,7 +18,7 @@ export default async function OrderPage({ params }: { params: Promise<{ id: stri
   const order = await getOrderForPrincipal(db, principal.id, parsed.data.id).catch(() => null);
   if (!order) notFound();
 
-  const paid = order.status === 'paid';
+  const paid = order.payment?.status === 'succeeded';
   return (
     <article className="mx-auto max-w-2xl rounded-2xl border border-stone-200 bg-white p-8">
       <div className="flex items-start justify-between gap-4">
@@ -33,8 +33,8 @@ export default async function OrderPage({ params }: { params: Promise<{ id: stri
             </span>
           </p>
         </div>
-        <OrderStatusBadge status={order.status} />
       </div>
+      <OrderProgress orderId={order.id} initialStatus={order.status} />
       {order.payment?.failureMessage && (
         <p role="alert" className="mt-4 rounded-lg bg-red-50 px-4 py-3 text-sm text-red-800">
           {order.payment.failureMessage}

@@ -1,0 +1,56 @@
+/**
+ * The only ways an order's status changes. Each is an absolute, guarded write (`WHERE status IN …`), so it can
+ * be applied twice, late or out of order without moving an order backwards: pending → paid → shipped →
+ * refunded, and pending → payment_failed. The pay call and the provider's webhooks share these.
+ */
+import type { Prisma } from '@idem/db';
+
+type Tx = Prisma.TransactionClient;
+
+/** pending → paid. True when this call made the change. */
+export async function markOrderPaid(tx: Tx, orderId: string): Promise<boolean> {
+  const { count } = await tx.order.updateMany({
+    where: { id: orderId, status: 'pending' },
+    data: { status: 'paid' },
+  });
+  return count === 1;
+}
+
+/** pending → payment_failed, giving the reserved stock back exactly once (only the call that moved it). */
+export async function markOrderPaymentFailed(tx: Tx, orderId: string): Promise<boolean> {
+  const { count } = await tx.order.updateMany({
+    where: { id: orderId, status: 'pending' },
+    data: { status: 'payment_failed' },
+  });
+  if (count === 0) return false;
+  const items = await tx.orderItem.findMany({ where: { orderId } });
+  for (const item of items) {
+    await tx.product.update({ where: { id: item.productId }, data: { stock: { increment: item.quantity } } });
+  }
+  return true;
+}
+
+/** paid or shipped → refunded. */
+export async function markOrderRefunded(tx: Tx, orderId: string): Promise<boolean> {
+  const { count } = await tx.order.updateMany({
+    where: { id: orderId, status: { in: ['paid', 'shipped'] } },
+    data: { status: 'refunded' },
+  });
+  return count === 1;
+}
+
+/** Records the provider's answer for an order once; a second writer (webhook or retry) changes nothing. */
+export async function recordPayment(
+  tx: Tx,
+  payment: {
+    orderId: string;
+    providerChargeId: string | null;
+    status: 'succeeded' | 'failed';
+    amountCents: number;
+    currency: string;
+    failureCode?: string;
+    failureMessage?: string;
+  },
+): Promise<void> {
+  await tx.payment.createMany({ data: [payment], skipDuplicates: true });
+}

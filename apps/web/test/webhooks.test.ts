@@ -1,0 +1,207 @@
+/**
+ * POST /api/webhooks/provider through the real route handler and the real database: signature checks, exactly
+ * one effect per event id under concurrent redelivery, forward-only status, and the fulfilment job enqueued in
+ * the same transaction. Each dedupe has a control run with it switched off (test-only hook).
+ */
+import { createHmac, randomUUID } from 'node:crypto';
+import { createPrismaClient } from '@idem/db';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seedDatabase } from '../../../prisma/seed.ts';
+
+const SECRET = 'whsec_test_idem';
+const databaseUrl = process.env.DATABASE_URL ?? '';
+const db = createPrismaClient({ connectionString: databaseUrl, max: 4 });
+const sql = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+let POST: (request: Request) => Promise<Response>;
+
+beforeAll(async () => {
+  await seedDatabase(db);
+  process.env.IDEM_TEST_HOOKS = '1'; // lets the control tests switch the dedupe off (read once, at import)
+  ({ POST } = await import('~/app/api/webhooks/provider/route'));
+  // The route starts its job queue on the first valid event; start it now so pgboss.job exists for the counts.
+  await (await import('~/server/jobs')).jobQueue();
+});
+afterAll(async () => {
+  await db.$disconnect();
+  await sql.end();
+});
+
+async function pendingOrder(sku = 'NB-DOT-A5', quantity = 1) {
+  const product = await db.product.findUniqueOrThrow({ where: { sku } });
+  await db.product.update({ where: { id: product.id }, data: { stock: { decrement: quantity } } });
+  return db.order.create({
+    data: {
+      principal: `guest:${randomUUID()}`,
+      email: 'webhook@example.com',
+      totalCents: product.priceCents * quantity,
+      items: {
+        create: [
+          { productId: product.id, sku, name: product.name, quantity, unitPriceCents: product.priceCents },
+        ],
+      },
+    },
+  });
+}
+
+type EventType = 'charge.succeeded' | 'charge.failed' | 'charge.refunded';
+
+function event(type: EventType, orderId: string, id = `evt_${randomUUID().replaceAll('-', '')}`) {
+  return {
+    id,
+    object: 'event',
+    type,
+    created: Math.floor(Date.now() / 1000),
+    data: {
+      object: {
+        id: `ch_${orderId.replaceAll('-', '').slice(0, 24)}`,
+        object: 'charge',
+        order: orderId,
+        amount: 1400,
+        currency: 'usd',
+        status: type === 'charge.failed' ? 'failed' : 'succeeded',
+        refunded: type === 'charge.refunded',
+      },
+    },
+  };
+}
+
+function sign(body: string, { secret = SECRET, timestamp = Math.floor(Date.now() / 1000) } = {}) {
+  const signature = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
+  return `t=${timestamp},v1=${signature}`;
+}
+
+function deliver(payload: unknown, signature?: string) {
+  const body = JSON.stringify(payload);
+  return POST(
+    new Request('http://localhost/api/webhooks/provider', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idem-signature': signature ?? sign(body) },
+      body,
+    }),
+  );
+}
+
+async function fulfilmentJobs(orderId: string): Promise<number> {
+  const { rows } = await sql.query<{ count: string }>(
+    `select count(*) from pgboss.job where name = 'fulfilment' and data->>'orderId' = $1`,
+    [orderId],
+  );
+  return Number(rows[0]?.count ?? 0);
+}
+
+async function processed(eventId: string): Promise<number> {
+  return db.processedEvent.count({ where: { id: eventId } });
+}
+
+describe('signature', () => {
+  it('a bad signature is a 400 and stores nothing', async () => {
+    const order = await pendingOrder();
+    const payload = event('charge.succeeded', order.id);
+    const response = await deliver(payload, sign(JSON.stringify(payload), { secret: 'whsec_wrong' }));
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({
+      error: expect.stringContaining('signature does not match'),
+    });
+    expect(await processed(payload.id)).toBe(0);
+    expect((await db.order.findUniqueOrThrow({ where: { id: order.id } })).status).toBe('pending');
+    expect(await fulfilmentJobs(order.id)).toBe(0);
+  });
+
+  it('a stale timestamp (beyond 5 minutes) is a 400 and stores nothing', async () => {
+    const order = await pendingOrder();
+    const payload = event('charge.succeeded', order.id);
+    const stale = Math.floor(Date.now() / 1000) - 301;
+    const response = await deliver(payload, sign(JSON.stringify(payload), { timestamp: stale }));
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ error: expect.stringContaining('tolerance') });
+    expect(await processed(payload.id)).toBe(0);
+  });
+
+  it('a missing header, or a body changed after signing, is a 400', async () => {
+    const order = await pendingOrder();
+    const payload = event('charge.succeeded', order.id);
+    const missing = await POST(
+      new Request('http://localhost/api/webhooks/provider', {
+        method: 'POST',
+        body: JSON.stringify(payload),
+      }),
+    );
+    expect(missing.status).toBe(400);
+    const tampered = await deliver({ ...payload, type: 'charge.refunded' }, sign(JSON.stringify(payload)));
+    expect(tampered.status).toBe(400);
+    expect(await processed(payload.id)).toBe(0);
+  });
+});
+
+describe('at-least-once delivery, exactly-once effect', () => {
+  it('the same charge.succeeded delivered 5 times concurrently → one status change, one fulfilment job', async () => {
+    const order = await pendingOrder();
+    const payload = event('charge.succeeded', order.id);
+    const responses = await Promise.all(Array.from({ length: 5 }, () => deliver(payload)));
+    const bodies = (await Promise.all(responses.map((response) => response.json()))) as Array<{
+      duplicate: boolean;
+    }>;
+    expect(responses.map((response) => response.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(bodies.filter((body) => !body.duplicate)).toHaveLength(1);
+    expect(await processed(payload.id)).toBe(1);
+    expect((await db.order.findUniqueOrThrow({ where: { id: order.id } })).status).toBe('paid');
+    expect(await db.payment.count({ where: { orderId: order.id } })).toBe(1);
+    expect(await fulfilmentJobs(order.id)).toBe(1);
+    console.log(
+      `[webhook dedupe ON] 5 concurrent deliveries → ${await fulfilmentJobs(order.id)} fulfilment job(s)`,
+    );
+  });
+
+  it('control: with the dedupe switched off (test-only hook), the duplicate effect appears', async () => {
+    const order = await pendingOrder();
+    const payload = event('charge.succeeded', order.id);
+    process.env.WEBHOOK_TEST_DISABLE_DEDUPE = '1';
+    try {
+      for (let delivery = 0; delivery < 5; delivery += 1) expect((await deliver(payload)).status).toBe(200);
+    } finally {
+      delete process.env.WEBHOOK_TEST_DISABLE_DEDUPE;
+    }
+    const jobs = await fulfilmentJobs(order.id);
+    console.log(`[webhook dedupe OFF] 5 deliveries → ${jobs} fulfilment job(s)`);
+    expect(jobs).toBe(5);
+  });
+
+  it('charge.failed delivered twice gives the stock back once', async () => {
+    const before = (await db.product.findUniqueOrThrow({ where: { sku: 'MUG-STONE' } })).stock;
+    const order = await pendingOrder('MUG-STONE', 2);
+    const payload = event('charge.failed', order.id);
+    await Promise.all([deliver(payload), deliver(payload)]);
+    expect((await db.order.findUniqueOrThrow({ where: { id: order.id } })).status).toBe('payment_failed');
+    expect((await db.product.findUniqueOrThrow({ where: { sku: 'MUG-STONE' } })).stock).toBe(before);
+  });
+});
+
+describe('order of events', () => {
+  it('refunded before succeeded (out of order) → refunded stays, nothing ships', async () => {
+    const order = await pendingOrder();
+    await db.order.update({ where: { id: order.id }, data: { status: 'paid' } });
+    expect((await deliver(event('charge.refunded', order.id))).status).toBe(200);
+    const late = await deliver(event('charge.succeeded', order.id));
+    expect(await late.json()).toMatchObject({ duplicate: false, effect: 'no_change' });
+    expect((await db.order.findUniqueOrThrow({ where: { id: order.id } })).status).toBe('refunded');
+    expect(await fulfilmentJobs(order.id)).toBe(0);
+  });
+
+  it('succeeded then refunded → paid, then refunded', async () => {
+    const order = await pendingOrder();
+    expect(await (await deliver(event('charge.succeeded', order.id))).json()).toMatchObject({
+      effect: 'fulfilment_queued',
+    });
+    expect(await (await deliver(event('charge.refunded', order.id))).json()).toMatchObject({
+      effect: 'refunded',
+    });
+    expect((await db.order.findUniqueOrThrow({ where: { id: order.id } })).status).toBe('refunded');
+  });
+
+  it('an event for an unknown order is acknowledged and ignored', async () => {
+    const response = await deliver(event('charge.succeeded', randomUUID()));
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ duplicate: false, effect: 'ignored' });
+  });
+});
