@@ -180,6 +180,6 @@ test('editing the form after an unknown outcome re-checks the ORIGINAL payment i
   await page.getByLabel('Email for the receipt').fill('edited@example.com');
   await payButton(page).click();
   const orderId = await expectConfirmation(page);
-  await expect(page.getByText('original@example.com')).toBeVisible();
+  await expect(page.getByText('original@example.com', { exact: true })).toBeVisible();
   await expectOneOrderOneCharge(await ordersOfThisBrowser(context), orderId);
 });

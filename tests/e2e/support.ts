@@ -16,6 +16,8 @@ export async function setProviderKnobs(knobs: {
   latencyMs?: number;
   failNext?: number;
   dropResponseNext?: number;
+  webhookHold?: boolean;
+  webhookDuplicates?: number;
 }) {
   const response = await fetch(`${providerUrl}/__knobs`, {
     method: 'POST',

@@ -1,0 +1,101 @@
+/** The worker's environment, parsed once at start. A bad or missing value stops the worker with its name. */
+import { describeZodError, fulfilmentEnvShape, intFromEnv, numberFromEnv } from '@idem/jobs';
+import { z } from 'zod';
+import { NO_TEST_HOOKS, type WorkerTestHooks } from './test-hooks.ts';
+
+const blankIsUnset = (value: unknown) => (value === '' ? undefined : value);
+
+const envSchema = z.object({
+  DATABASE_URL: z
+    .string({
+      error: (issue) =>
+        issue.input === undefined
+          ? 'is required: the Postgres URL of the shop database, e.g. postgresql://postgres@127.0.0.1:5432/idem'
+          : 'must be a string',
+    })
+    .refine((value) => /^postgres(ql)?:\/\/.+/.test(value), 'must be a postgres:// or postgresql:// URL'),
+  NODE_ENV: z.string().optional(),
+  /** pg-boss's schema; the web app must use the same. */
+  PGBOSS_SCHEMA: z.preprocess(
+    blankIsUnset,
+    z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,49}$/, 'must be a plain Postgres identifier')
+      .default('pgboss'),
+  ),
+  ...fulfilmentEnvShape,
+  WORKER_FULFILMENT_CONCURRENCY: intFromEnv(1, 2),
+  WORKER_POLLING_INTERVAL_SECONDS: numberFromEnv(0.5, 2),
+  WORKER_MAINTENANCE_INTERVAL_SECONDS: intFromEnv(1, 10),
+  WORKER_SHUTDOWN_GRACE_SECONDS: numberFromEnv(1, 10),
+  /** Cron (UTC) of the cleanup job; `off` removes the schedule (e.g. when `pnpm idem:cleanup` runs from cron). */
+  IDEM_CLEANUP_CRON: z.preprocess(blankIsUnset, z.string().default('*/5 * * * *')),
+  IDEM_CLEANUP_BATCH: intFromEnv(1, 1_000),
+  /** Keep processed events at least as long as the provider retries a webhook (Stripe: 3 days). */
+  PROCESSED_EVENTS_RETENTION_HOURS: intFromEnv(1, 72),
+  WORKER_TEST_HOOKS: z.string().optional(),
+  WORKER_TEST_PAUSE_AFTER_SHIPMENT_MS: intFromEnv(0, 0),
+  WORKER_TEST_PAUSE_AFTER_RECEIPT_MS: intFromEnv(0, 0),
+  WORKER_TEST_DISABLE_DEDUPE: z.string().optional(),
+});
+
+export interface WorkerEnv {
+  databaseUrl: string;
+  schema: string;
+  fulfilment: { expireInSeconds: number; retryLimit: number; retryDelaySeconds: number };
+  fulfilmentConcurrency: number;
+  pollingIntervalSeconds: number;
+  maintenanceIntervalSeconds: number;
+  shutdownGraceSeconds: number;
+  /** null: no schedule. */
+  cleanupCron: string | null;
+  cleanupBatchSize: number;
+  processedEventsRetentionHours: number;
+  testHooks: WorkerTestHooks;
+  /** Test-hook variables that were set but not honoured (WORKER_TEST_HOOKS is not 1). */
+  ignoredTestHooks: string[];
+}
+
+export class WorkerEnvError extends Error {
+  override name = 'WorkerEnvError';
+}
+
+export function parseWorkerEnv(source: NodeJS.ProcessEnv = process.env): WorkerEnv {
+  const parsed = envSchema.safeParse(source);
+  if (!parsed.success) {
+    throw new WorkerEnvError(`Invalid worker environment: ${describeZodError(parsed.error)}`);
+  }
+  const env = parsed.data;
+  // Strict: test hooks only when the process was started for tests (the e2e stack and the test suites set it).
+  const hooksAllowed = env.WORKER_TEST_HOOKS === '1';
+  const requested: WorkerTestHooks = {
+    pauseAfterShipmentMs: env.WORKER_TEST_PAUSE_AFTER_SHIPMENT_MS,
+    pauseAfterReceiptMs: env.WORKER_TEST_PAUSE_AFTER_RECEIPT_MS,
+    disableDedupe: env.WORKER_TEST_DISABLE_DEDUPE === '1',
+  };
+  const requestedNames = [
+    requested.pauseAfterShipmentMs > 0 && 'WORKER_TEST_PAUSE_AFTER_SHIPMENT_MS',
+    requested.pauseAfterReceiptMs > 0 && 'WORKER_TEST_PAUSE_AFTER_RECEIPT_MS',
+    requested.disableDedupe && 'WORKER_TEST_DISABLE_DEDUPE',
+  ].filter((name): name is string => typeof name === 'string');
+
+  const cron = env.IDEM_CLEANUP_CRON.trim();
+  return {
+    databaseUrl: env.DATABASE_URL,
+    schema: env.PGBOSS_SCHEMA,
+    fulfilment: {
+      expireInSeconds: env.FULFILMENT_EXPIRE_SECONDS,
+      retryLimit: env.FULFILMENT_RETRY_LIMIT,
+      retryDelaySeconds: env.FULFILMENT_RETRY_DELAY_SECONDS,
+    },
+    fulfilmentConcurrency: env.WORKER_FULFILMENT_CONCURRENCY,
+    pollingIntervalSeconds: env.WORKER_POLLING_INTERVAL_SECONDS,
+    maintenanceIntervalSeconds: env.WORKER_MAINTENANCE_INTERVAL_SECONDS,
+    shutdownGraceSeconds: env.WORKER_SHUTDOWN_GRACE_SECONDS,
+    cleanupCron: cron.toLowerCase() === 'off' ? null : cron,
+    cleanupBatchSize: env.IDEM_CLEANUP_BATCH,
+    processedEventsRetentionHours: env.PROCESSED_EVENTS_RETENTION_HOURS,
+    testHooks: hooksAllowed ? requested : NO_TEST_HOOKS,
+    ignoredTestHooks: hooksAllowed ? [] : requestedNames,
+  };
+}

@@ -1,0 +1,135 @@
+/**
+ * @idem/worker — runs the app's background jobs: fulfilment (ship + receipt, exactly once per order) and the
+ * scheduled cleanup of idempotency keys and processed events. `main.ts` is the process entry.
+ */
+import { createPrismaClient, type Database } from '@idem/db';
+import { type FulfilmentQueueSettings, type PgBoss, Queue, startJobQueue } from '@idem/jobs';
+import type { WorkerEnv } from './env.ts';
+import { type CleanupOptions, DEFAULT_CLEANUP_CRON, scheduleCleanup, workCleanup } from './jobs/cleanup.ts';
+import { workFulfilment } from './jobs/fulfilment.ts';
+import { consoleLogger, type Logger } from './log.ts';
+import { activeHooks, NO_TEST_HOOKS, type WorkerTestHooks } from './test-hooks.ts';
+
+export interface WorkerOptions {
+  databaseUrl: string;
+  /** pg-boss schema. Default `pgboss`. */
+  schema?: string;
+  /** Expiry/retries of the fulfilment queue (the worker applies them to the queue at start). */
+  fulfilment?: FulfilmentQueueSettings;
+  /** Parallel fulfilment loops. Default 2. */
+  fulfilmentConcurrency?: number;
+  /** How often an idle loop polls for a job. Default 2 s (minimum 0.5). */
+  pollingIntervalSeconds?: number;
+  /** How often pg-boss expires jobs whose worker died (→ redelivery). Default 10 s. */
+  maintenanceIntervalSeconds?: number;
+  /** Cron of the cleanup (UTC); null removes the schedule. Default every 5 minutes. */
+  cleanupCron?: string | null;
+  /** Batch size and retention of the cleanup (the table names are for tests). */
+  cleanup?: CleanupOptions;
+  /** TEST-ONLY switches (see test-hooks.ts). */
+  testHooks?: WorkerTestHooks;
+  log?: Logger;
+  /** A client to use instead of creating one (it is then not disconnected by stop()). */
+  db?: Database;
+}
+
+export interface RunningWorker {
+  boss: PgBoss;
+  db: Database;
+  queues: string[];
+  /** Stops taking jobs, waits up to `graceSeconds` (default 10) for running ones, then closes connections. */
+  stop(options?: { graceSeconds?: number }): Promise<void>;
+}
+
+export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
+  const log = options.log ?? consoleLogger;
+  const testHooks = options.testHooks ?? NO_TEST_HOOKS;
+  const hooks = activeHooks(testHooks);
+  if (hooks.length > 0) log.info(`WARNING: TEST HOOKS ACTIVE (${hooks.join(', ')}): never in production`);
+
+  const db = options.db ?? createPrismaClient({ connectionString: options.databaseUrl, max: 5 });
+  let boss: PgBoss | undefined;
+  try {
+    boss = await startJobQueue(options.databaseUrl, {
+      role: 'worker',
+      ...(options.schema ? { schema: options.schema } : {}),
+      ...(options.fulfilment ? { fulfilment: options.fulfilment } : {}),
+      maintenanceIntervalSeconds: options.maintenanceIntervalSeconds ?? 10,
+      applicationName: 'idem-worker',
+      onError: (message, error) => log.error(message, error),
+    });
+    const pollingIntervalSeconds = options.pollingIntervalSeconds ?? 2;
+    await workFulfilment(boss, db, {
+      concurrency: options.fulfilmentConcurrency ?? 2,
+      pollingIntervalSeconds,
+      testHooks,
+      log,
+    });
+    await workCleanup(boss, db, { ...options.cleanup, log, pollingIntervalSeconds });
+    await scheduleCleanup(
+      boss,
+      options.cleanupCron === undefined ? DEFAULT_CLEANUP_CRON : options.cleanupCron,
+    );
+  } catch (error) {
+    await boss?.stop({ graceful: false }).catch(() => {});
+    if (!options.db) await db.$disconnect().catch(() => {});
+    throw error;
+  }
+
+  const running = boss;
+  let stopping: Promise<void> | undefined;
+  return {
+    boss: running,
+    db,
+    queues: [Queue.fulfilment, Queue.cleanup],
+    stop({ graceSeconds = 10 } = {}) {
+      stopping ??= (async () => {
+        // graceful: stop polling, wait for running handlers up to the timeout, then fail what is still active
+        // (→ retried by another worker) and close pg-boss's pool.
+        await running.stop({ graceful: true, wait: true, timeout: Math.max(1, graceSeconds) * 1000 });
+        if (!options.db) await db.$disconnect();
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** Maps the parsed environment (env.ts) to startWorker's options. */
+export function workerOptionsFromEnv(env: WorkerEnv, log: Logger = consoleLogger): WorkerOptions {
+  return {
+    databaseUrl: env.databaseUrl,
+    schema: env.schema,
+    fulfilment: env.fulfilment,
+    fulfilmentConcurrency: env.fulfilmentConcurrency,
+    pollingIntervalSeconds: env.pollingIntervalSeconds,
+    maintenanceIntervalSeconds: env.maintenanceIntervalSeconds,
+    cleanupCron: env.cleanupCron,
+    cleanup: {
+      batchSize: env.cleanupBatchSize,
+      processedEventsRetentionHours: env.processedEventsRetentionHours,
+    },
+    testHooks: env.testHooks,
+    log,
+  };
+}
+
+export { parseWorkerEnv, type WorkerEnv, WorkerEnvError } from './env.ts';
+export {
+  type CleanupOptions,
+  type CleanupSummary,
+  DEFAULT_CLEANUP_CRON,
+  DEFAULT_PROCESSED_EVENTS_RETENTION_HOURS,
+  deleteOldProcessedEvents,
+  formatCleanupSummary,
+  runCleanup,
+} from './jobs/cleanup.ts';
+export {
+  CARRIER,
+  type FulfilmentDelivery,
+  type FulfilmentResult,
+  type FulfilOptions,
+  fulfilOrder,
+  renderReceipt,
+} from './jobs/fulfilment.ts';
+export { consoleLogger, type Logger } from './log.ts';
+export { NO_TEST_HOOKS, type WorkerTestHooks } from './test-hooks.ts';

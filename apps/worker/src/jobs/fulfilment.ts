@@ -1,0 +1,237 @@
+/**
+ * The fulfilment job: ship a paid order and put ONE receipt in the outbox — exactly once per order, however
+ * often the job is delivered. Three effects, in this order:
+ *
+ *   tx 1  (c) orders.status paid → shipped   UPDATE … WHERE status = 'paid'  (takes the order's row lock)
+ *         (a) one shipment                   INSERT … ON CONFLICT (order_id) DO NOTHING
+ *   tx 2  (b) one receipt email              INSERT … ON CONFLICT (order_id, kind) DO NOTHING
+ *
+ * Why this order survives a crash between any two steps, followed by redelivery:
+ * - before tx 1 commits: nothing happened; the order is still `paid` and the next delivery does everything.
+ * - after tx 1, before the receipt: the order is `shipped` with its shipment; the next delivery sees `shipped`,
+ *   skips tx 1 and writes the missing receipt. (That is why `shipped` means "ensure the receipt", not "done".)
+ * - after the receipt, before the job is acknowledged: the next delivery's receipt insert hits the unique
+ *   (order_id, 'receipt') and does nothing.
+ * Two deliveries at once: the second UPDATE waits on the first's row lock, then finds `shipped` and updates
+ * nothing; the second receipt insert waits on the first's unique-index entry, then does nothing.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Database, OrderStatus } from '@idem/db';
+import { type FulfilmentJob, fulfilmentJobSchema, type PgBoss, Queue } from '@idem/jobs';
+import { consoleLogger, type Logger } from '../log.ts';
+import { NO_TEST_HOOKS, type WorkerTestHooks } from '../test-hooks.ts';
+
+export const CARRIER = 'Idem Post';
+
+/** Which delivery of which job is running (pg-boss metadata); decides the receipt kind in the dedupe-off control. */
+export interface FulfilmentDelivery {
+  jobId: string;
+  /** 0 on the first delivery, +1 on every redelivery. */
+  retryCount: number;
+}
+
+export interface FulfilOptions {
+  delivery?: FulfilmentDelivery;
+  testHooks?: WorkerTestHooks;
+  log?: Logger;
+}
+
+export interface FulfilmentResult {
+  orderId: string;
+  /** The order's status when this delivery found it; `missing` if there is no such order. */
+  found: OrderStatus | 'missing';
+  shipmentCreated: boolean;
+  receiptCreated: boolean;
+  /** What happened, in words (also the log line). */
+  note: string;
+}
+
+export async function fulfilOrder(
+  db: Database,
+  orderId: string,
+  options: FulfilOptions = {},
+): Promise<FulfilmentResult> {
+  const hooks = options.testHooks ?? NO_TEST_HOOKS;
+  const log = options.log ?? consoleLogger;
+  const done = (result: Omit<FulfilmentResult, 'orderId'>): FulfilmentResult => {
+    log.info(`fulfilment ${orderId}: ${result.note}`);
+    return { orderId, ...result };
+  };
+
+  const order = await db.order.findUnique({ where: { id: orderId }, select: { status: true } });
+  if (!order)
+    return done({ found: 'missing', shipmentCreated: false, receiptCreated: false, note: 'no such order' });
+  const found = order.status;
+
+  let status = found;
+  let shipmentCreated = false;
+  if (status === 'paid') {
+    shipmentCreated = await shipPaidOrder(db, orderId);
+    // Not shipped by us: another delivery got there first (→ shipped) or the order moved on (e.g. refunded).
+    status = shipmentCreated ? 'shipped' : await currentStatus(db, orderId);
+  }
+
+  if (status !== 'shipped') {
+    const why: Record<Exclude<OrderStatus, 'shipped'>, string> = {
+      pending: 'not paid yet',
+      paid: 'still paid after the shipment step', // unreachable: shipPaidOrder either ships or the status moved
+      payment_failed: 'payment failed',
+      refunded: 'refunded',
+    };
+    return done({
+      found,
+      shipmentCreated: false,
+      receiptCreated: false,
+      note: `nothing to do: order ${status} (${why[status]})`,
+    });
+  }
+
+  if (hooks.pauseAfterShipmentMs > 0) {
+    log.info(`fulfilment ${orderId}: TEST pause ${hooks.pauseAfterShipmentMs} ms after shipment`);
+    await sleep(hooks.pauseAfterShipmentMs);
+  }
+
+  const kind = hooks.disableDedupe ? perDeliveryKind(options.delivery) : 'receipt';
+  const receiptCreated = await writeReceipt(db, orderId, kind);
+
+  if (hooks.pauseAfterReceiptMs > 0) {
+    log.info(`fulfilment ${orderId}: TEST pause ${hooks.pauseAfterReceiptMs} ms after receipt`);
+    await sleep(hooks.pauseAfterReceiptMs);
+  }
+
+  const parts = [
+    shipmentCreated ? 'shipped' : 'already shipped',
+    receiptCreated ? `receipt written (${kind})` : 'receipt already in the outbox',
+  ];
+  return done({ found, shipmentCreated, receiptCreated, note: parts.join('; ') });
+}
+
+async function currentStatus(db: Database, orderId: string): Promise<OrderStatus> {
+  const order = await db.order.findUniqueOrThrow({ where: { id: orderId }, select: { status: true } });
+  return order.status;
+}
+
+/** tx 1: the status change and the shipment commit together, or neither does. */
+async function shipPaidOrder(db: Database, orderId: string): Promise<boolean> {
+  return db.$transaction(async (tx) => {
+    // Absolute and forward-only: only a `paid` order becomes `shipped`; the row lock serialises deliveries.
+    const updated = await tx.$executeRaw`
+      update orders set status = 'shipped' where id = ${orderId}::uuid and status = 'paid'`;
+    if (updated !== 1) return false;
+    await tx.$executeRaw`
+      insert into shipments (id, order_id, carrier) values (gen_random_uuid(), ${orderId}::uuid, ${CARRIER})
+      on conflict (order_id) do nothing`;
+    return true;
+  });
+}
+
+/** tx 2 (one statement): the receipt, only for a shipped order, at most once per (order, kind). */
+async function writeReceipt(db: Database, orderId: string, kind: string): Promise<boolean> {
+  const order = await db.order.findUniqueOrThrow({
+    where: { id: orderId },
+    select: {
+      totalCents: true,
+      currency: true,
+      items: {
+        select: { name: true, sku: true, quantity: true, unitPriceCents: true },
+        orderBy: { sku: 'asc' },
+      },
+    },
+  });
+  const { subject, body } = renderReceipt(orderId, order);
+  const inserted = await db.$executeRaw`
+    insert into outbox_emails (id, order_id, kind, recipient, subject, body)
+    select gen_random_uuid(), o.id, ${kind}, o.email, ${subject}, ${body}
+    from orders o where o.id = ${orderId}::uuid and o.status = 'shipped'
+    on conflict (order_id, kind) do nothing`;
+  return inserted === 1;
+}
+
+interface ReceiptOrder {
+  totalCents: number;
+  currency: string;
+  items: Array<{ name: string; sku: string; quantity: number; unitPriceCents: number }>;
+}
+
+export function renderReceipt(orderId: string, order: ReceiptOrder): { subject: string; body: string } {
+  const money = new Intl.NumberFormat('en-US', {
+    style: 'currency',
+    currency: order.currency.trim().toUpperCase(),
+  });
+  const format = (cents: number) => money.format(cents / 100);
+  const lines = order.items.map(
+    (item) =>
+      `  ${item.quantity} × ${item.name} (${item.sku}) at ${format(item.unitPriceCents)} = ${format(item.quantity * item.unitPriceCents)}`,
+  );
+  return {
+    subject: `Your Idem order ${orderId.slice(0, 8)} has shipped: ${format(order.totalCents)}`,
+    body: [
+      'Thank you for your order. It is on its way.',
+      '',
+      `Order ${orderId}`,
+      ...lines,
+      `Total: ${format(order.totalCents)}`,
+      '',
+      `Carrier: ${CARRIER}`,
+    ].join('\n'),
+  };
+}
+
+/** TEST-ONLY (WORKER_TEST_DISABLE_DEDUPE): a kind unique to this delivery, so a redelivery writes a second receipt. */
+function perDeliveryKind(delivery: FulfilmentDelivery | undefined): string {
+  return delivery ? `receipt:${delivery.jobId}:${delivery.retryCount}` : `receipt:direct:${randomUUID()}`;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export interface FulfilmentWorkerOptions {
+  /** Parallel polling loops on this process. */
+  concurrency: number;
+  pollingIntervalSeconds: number;
+  testHooks: WorkerTestHooks;
+  log: Logger;
+}
+
+/** Subscribes to the fulfilment queue. A handler error fails the job → pg-boss retries it with backoff. */
+export async function workFulfilment(
+  boss: PgBoss,
+  db: Database,
+  options: FulfilmentWorkerOptions,
+): Promise<void> {
+  const { log } = options;
+  const handle = async (job: PgBoss.JobWithMetadata<unknown>) => {
+    const parsed = fulfilmentJobSchema.safeParse(job.data);
+    if (!parsed.success) {
+      // Retrying cannot fix a malformed payload: complete the job, say so loudly.
+      log.error(`fulfilment job ${job.id}: invalid payload ${JSON.stringify(job.data)}; dropped`);
+      return { dropped: 'invalid payload' };
+    }
+    const data: FulfilmentJob = parsed.data;
+    try {
+      return await fulfilOrder(db, data.orderId, {
+        delivery: { jobId: job.id, retryCount: job.retryCount },
+        testHooks: options.testHooks,
+        log,
+      });
+    } catch (error) {
+      log.error(
+        `fulfilment ${data.orderId} (job ${job.id}, attempt ${job.retryCount + 1} of ${job.retryLimit + 1}) failed; will retry`,
+        error,
+      );
+      throw error;
+    }
+  };
+  for (let i = 0; i < options.concurrency; i += 1) {
+    await boss.work<unknown>(
+      Queue.fulfilment,
+      { includeMetadata: true, batchSize: 1, pollingIntervalSeconds: options.pollingIntervalSeconds },
+      async (jobs) => {
+        const results = [];
+        for (const job of jobs) results.push(await handle(job));
+        return results.length === 1 ? results[0] : results;
+      },
+    );
+  }
+}

@@ -1,0 +1,86 @@
+/** src/env.ts: one parse of the environment, clear messages, and the gating of the test-only hooks. */
+import { describe, expect, it } from 'vitest';
+import { parseWorkerEnv, WorkerEnvError } from '../src/env.ts';
+
+const url = 'postgresql://postgres@127.0.0.1:5432/idem';
+
+describe('parseWorkerEnv', () => {
+  it('needs DATABASE_URL, and says so', () => {
+    expect(() => parseWorkerEnv({})).toThrow(WorkerEnvError);
+    expect(() => parseWorkerEnv({})).toThrow(/DATABASE_URL: is required: the Postgres URL/);
+    expect(() => parseWorkerEnv({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL: must be a postgres/);
+  });
+
+  it('defaults', () => {
+    expect(parseWorkerEnv({ DATABASE_URL: url })).toEqual({
+      databaseUrl: url,
+      schema: 'pgboss',
+      fulfilment: { expireInSeconds: 30, retryLimit: 10, retryDelaySeconds: 2 },
+      fulfilmentConcurrency: 2,
+      pollingIntervalSeconds: 2,
+      maintenanceIntervalSeconds: 10,
+      shutdownGraceSeconds: 10,
+      cleanupCron: '*/5 * * * *',
+      cleanupBatchSize: 1000,
+      processedEventsRetentionHours: 72,
+      testHooks: { pauseAfterShipmentMs: 0, pauseAfterReceiptMs: 0, disableDedupe: false },
+      ignoredTestHooks: [],
+    });
+  });
+
+  it('reads every variable; IDEM_CLEANUP_CRON=off means no schedule; blank means default', () => {
+    const env = parseWorkerEnv({
+      DATABASE_URL: url,
+      PGBOSS_SCHEMA: 'jobs',
+      FULFILMENT_EXPIRE_SECONDS: '5',
+      WORKER_FULFILMENT_CONCURRENCY: '4',
+      WORKER_POLLING_INTERVAL_SECONDS: '0.5',
+      IDEM_CLEANUP_CRON: 'off',
+      IDEM_CLEANUP_BATCH: '',
+      PROCESSED_EVENTS_RETENTION_HOURS: '96',
+    });
+    expect(env).toMatchObject({
+      schema: 'jobs',
+      fulfilment: { expireInSeconds: 5 },
+      fulfilmentConcurrency: 4,
+      pollingIntervalSeconds: 0.5,
+      cleanupCron: null,
+      cleanupBatchSize: 1000,
+      processedEventsRetentionHours: 96,
+    });
+  });
+
+  it('lists every bad variable at once', () => {
+    expect(() =>
+      parseWorkerEnv({ DATABASE_URL: url, IDEM_CLEANUP_BATCH: '0', PGBOSS_SCHEMA: 'drop table;' }),
+    ).toThrow(/PGBOSS_SCHEMA: must be a plain Postgres identifier; IDEM_CLEANUP_BATCH: Too small/);
+  });
+
+  describe('test hooks (test-only)', () => {
+    const hooks = {
+      DATABASE_URL: url,
+      WORKER_TEST_PAUSE_AFTER_SHIPMENT_MS: '3000',
+      WORKER_TEST_DISABLE_DEDUPE: '1',
+    };
+    const on = { pauseAfterShipmentMs: 3000, pauseAfterReceiptMs: 0, disableDedupe: true };
+
+    it('ignored without WORKER_TEST_HOOKS=1, even outside production (and reported as ignored)…', () => {
+      const env = parseWorkerEnv({ ...hooks, NODE_ENV: 'test' });
+      expect(env.testHooks).toEqual({
+        pauseAfterShipmentMs: 0,
+        pauseAfterReceiptMs: 0,
+        disableDedupe: false,
+      });
+      expect(env.ignoredTestHooks).toEqual([
+        'WORKER_TEST_PAUSE_AFTER_SHIPMENT_MS',
+        'WORKER_TEST_DISABLE_DEDUPE',
+      ]);
+    });
+
+    it('…honoured with WORKER_TEST_HOOKS=1', () => {
+      expect(parseWorkerEnv({ ...hooks, NODE_ENV: 'production', WORKER_TEST_HOOKS: '1' }).testHooks).toEqual(
+        on,
+      );
+    });
+  });
+});

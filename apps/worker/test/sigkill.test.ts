@@ -1,0 +1,191 @@
+/**
+ * SIGKILL mid-job, with the real worker process (`node --import tsx apps/worker/src/main.ts`):
+ *   1. worker A starts with a test pause at the kill point; a job is enqueued for a paid order;
+ *   2. as soon as the kill point is reached (the shipment row, or the receipt row, exists) A gets SIGKILL;
+ *   3. worker B starts (no pause); pg-boss's maintenance in B expires A's job (FULFILMENT_EXPIRE_SECONDS=2)
+ *      and B gets it again: the redelivery;
+ *   4. exactly one shipment and one receipt, status shipped — and, in the CONTROL with
+ *      WORKER_TEST_DISABLE_DEDUPE=1, the duplicate receipt the unique (order_id, kind) otherwise absorbs.
+ * Each run has its own pg-boss schema, so the four runs go in parallel without taking each other's jobs.
+ */
+import type { Database } from '@idem/db';
+import { enqueueFulfilment, startJobQueue } from '@idem/jobs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createOrder,
+  createTestDb,
+  databaseUrl,
+  dropSchema,
+  effectsOf,
+  jobsOf,
+  killHard,
+  spawnWorker,
+  uniqueName,
+  type WorkerProcess,
+  waitFor,
+} from './helpers.ts';
+
+const EXPIRE_SECONDS = 2;
+const PAUSE_MS = 3000;
+
+let db: Database;
+const spawned: WorkerProcess[] = [];
+const schemas: string[] = [];
+
+beforeAll(() => {
+  db = createTestDb();
+});
+afterAll(async () => {
+  await Promise.all(spawned.map(killHard));
+  for (const schema of schemas) await dropSchema(db, schema);
+  await db.$disconnect();
+});
+
+interface Run {
+  killAfter: 'shipment' | 'receipt';
+  dedupe: boolean;
+  expectReceipts: number;
+}
+
+async function sigkillRun({ killAfter, dedupe }: Run) {
+  const schema = uniqueName('pgboss_kill');
+  schemas.push(schema);
+  const order = await createOrder(db, 'paid');
+  const env = {
+    DATABASE_URL: databaseUrl,
+    PGBOSS_SCHEMA: schema,
+    WORKER_TEST_HOOKS: '1',
+    FULFILMENT_EXPIRE_SECONDS: String(EXPIRE_SECONDS),
+    FULFILMENT_RETRY_DELAY_SECONDS: '1',
+    WORKER_MAINTENANCE_INTERVAL_SECONDS: '1',
+    WORKER_POLLING_INTERVAL_SECONDS: '0.5',
+    WORKER_FULFILMENT_CONCURRENCY: '1',
+    IDEM_CLEANUP_CRON: 'off',
+    WORKER_TEST_DISABLE_DEDUPE: dedupe ? '0' : '1',
+  };
+  const pauseVar =
+    killAfter === 'shipment' ? 'WORKER_TEST_PAUSE_AFTER_SHIPMENT_MS' : 'WORKER_TEST_PAUSE_AFTER_RECEIPT_MS';
+
+  // 1. Worker A, which will die mid-job.
+  const a = spawnWorker({ ...env, [pauseVar]: String(PAUSE_MS) });
+  spawned.push(a);
+  await a.ready;
+  const sender = await startJobQueue(databaseUrl, { role: 'sender', schema });
+  try {
+    await enqueueFulfilment(sender, order.id);
+  } finally {
+    await sender.stop({ graceful: false });
+  }
+
+  // 2. The kill point: the step before the pause has committed.
+  await waitFor(`the ${killAfter} row`, async () => {
+    const effects = await effectsOf(db, order.id);
+    return killAfter === 'shipment' ? effects.shipments > 0 : effects.receipts.length > 0;
+  });
+  const killedAt = Date.now();
+  await killHard(a);
+  const atKill = await effectsOf(db, order.id);
+  const [jobAtKill] = await jobsOf(db, schema, order.id);
+
+  // 3. Worker B: no pause.
+  const startedB = Date.now();
+  const b = spawnWorker(env);
+  spawned.push(b);
+  await b.ready;
+  const readyB = Date.now();
+  const job = await waitFor(
+    'the redelivered job to complete',
+    async () => {
+      const [row] = await jobsOf(db, schema, order.id);
+      return row?.state === 'completed' && row;
+    },
+    { timeoutMs: 20_000, intervalMs: 50 },
+  );
+  const after = await effectsOf(db, order.id);
+
+  // Graceful stop of B: SIGTERM → exit 0.
+  b.child.kill('SIGTERM');
+  const exit = await b.exited;
+
+  const redeliveredAfterMs = (job.started_on?.getTime() ?? Number.NaN) - killedAt;
+  const completedAfterMs = (job.completed_on?.getTime() ?? Number.NaN) - killedAt;
+  return {
+    atKill,
+    jobAtKill,
+    job,
+    after,
+    exit,
+    linesB: b.lines,
+    timings: { redeliveredAfterMs, completedAfterMs, workerBStartMs: readyB - startedB },
+  };
+}
+
+function report(name: string, result: Awaited<ReturnType<typeof sigkillRun>>) {
+  const { timings, after } = result;
+  console.log(
+    `[sigkill] ${name}: redelivered ${(timings.redeliveredAfterMs / 1000).toFixed(2)} s after SIGKILL ` +
+      `(job expiry ${EXPIRE_SECONDS} s; worker B took ${(timings.workerBStartMs / 1000).toFixed(2)} s to start), ` +
+      `completed at ${(timings.completedAfterMs / 1000).toFixed(2)} s → shipments=${after.shipments} ` +
+      `receipts=${after.receipts.length} status=${after.status}`,
+  );
+}
+
+describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process', () => {
+  it('killed after the shipment, before the receipt → exactly one shipment and one receipt', async () => {
+    const result = await sigkillRun({ killAfter: 'shipment', dedupe: true, expectReceipts: 1 });
+    report('kill after shipment, dedupe on', result);
+
+    // At the kill: shipped, no receipt yet, the job still `active` (nobody acknowledged it).
+    expect(result.atKill).toMatchObject({ status: 'shipped', shipments: 1, receipts: [] });
+    expect(result.jobAtKill).toMatchObject({ state: 'active', retry_count: 0 });
+    // After the redelivery.
+    expect(result.job.retry_count).toBe(1);
+    expect(result.after.status).toBe('shipped');
+    expect(result.after.shipments).toBe(1);
+    expect(result.after.receipts.map((r) => r.kind)).toEqual(['receipt']);
+    expect(result.job.output).toMatchObject({
+      found: 'shipped',
+      shipmentCreated: false,
+      receiptCreated: true,
+    });
+    expect(result.exit).toEqual({ code: 0, signal: null });
+    expect(result.timings.redeliveredAfterMs).toBeGreaterThan(0);
+  });
+
+  it('killed after the receipt, before the ack → still exactly one shipment and one receipt', async () => {
+    const result = await sigkillRun({ killAfter: 'receipt', dedupe: true, expectReceipts: 1 });
+    report('kill after receipt, dedupe on', result);
+
+    expect(result.atKill).toMatchObject({ status: 'shipped', shipments: 1 });
+    expect(result.atKill.receipts).toHaveLength(1);
+    expect(result.job.retry_count).toBe(1);
+    expect(result.after).toMatchObject({ status: 'shipped', shipments: 1 });
+    expect(result.after.receipts.map((r) => r.kind)).toEqual(['receipt']);
+    // The redelivery ran the receipt insert again; the unique (order_id, 'receipt') absorbed it.
+    expect(result.job.output).toMatchObject({
+      found: 'shipped',
+      shipmentCreated: false,
+      receiptCreated: false,
+    });
+  });
+
+  it('CONTROL, dedupe off (WORKER_TEST_DISABLE_DEDUPE=1), killed after the receipt → TWO receipts', async () => {
+    const result = await sigkillRun({ killAfter: 'receipt', dedupe: false, expectReceipts: 2 });
+    report('CONTROL kill after receipt, dedupe OFF', result);
+
+    expect(result.after).toMatchObject({ status: 'shipped', shipments: 1 });
+    const jobId = result.job.id;
+    expect(result.after.receipts.map((r) => r.kind)).toEqual([`receipt:${jobId}:0`, `receipt:${jobId}:1`]);
+    expect(result.linesB.some((line) => line.includes('TEST HOOKS ACTIVE'))).toBe(true);
+  });
+
+  it('CONTROL, dedupe off, killed after the shipment → one receipt: the first delivery died before writing any', async () => {
+    const result = await sigkillRun({ killAfter: 'shipment', dedupe: false, expectReceipts: 1 });
+    report('CONTROL kill after shipment, dedupe OFF', result);
+
+    // At this kill point the order of the steps (shipment → receipt; `shipped` still ensures the receipt) is
+    // what makes it right, not the receipt's unique key: with or without it, one receipt.
+    expect(result.after).toMatchObject({ status: 'shipped', shipments: 1 });
+    expect(result.after.receipts.map((r) => r.kind)).toEqual([`receipt:${result.job.id}:1`]);
+  });
+});

@@ -1,0 +1,140 @@
+/**
+ * One started pg-boss per process. Senders (the web app) only insert jobs; workers also run pg-boss's
+ * maintenance (which expires jobs whose worker died, so they are redelivered) and its cron schedules.
+ */
+import PgBoss from 'pg-boss';
+import { cleanupQueueOptions } from './cleanup.ts';
+import {
+  type FulfilmentQueueSettings,
+  fulfilmentQueueOptions,
+  fulfilmentSettingsFromEnv,
+} from './fulfilment.ts';
+import { Queue } from './queues.ts';
+
+export type JobQueueRole = 'sender' | 'worker';
+
+export interface JobQueueOptions {
+  /**
+   * `sender`: no maintenance, no schedules, never changes queue settings — for processes that only enqueue.
+   * `worker` (default): maintenance + schedules, and brings the queues' settings in line with its own.
+   */
+  role?: JobQueueRole;
+  /** Postgres schema of pg-boss's tables. Default `pgboss`. Senders and workers must agree. */
+  schema?: string;
+  /** Pool size of pg-boss's own connections. Default 2 for a sender, 4 for a worker. */
+  max?: number;
+  /** Worker only: how often expired jobs are failed (and so retried). Default 10 s (pg-boss's own: 120 s). */
+  maintenanceIntervalSeconds?: number;
+  /** Default: from FULFILMENT_EXPIRE_SECONDS / FULFILMENT_RETRY_LIMIT / FULFILMENT_RETRY_DELAY_SECONDS. */
+  fulfilment?: FulfilmentQueueSettings;
+  /** Where pg-boss's `error` events go (they must never crash the process). Default: console.error. */
+  onError?: (message: string, error: unknown) => void;
+  /** `application_name` of the connections, as seen in pg_stat_activity. Default `pgboss-<role>`. */
+  applicationName?: string;
+}
+
+export const DEFAULT_SCHEMA = 'pgboss';
+
+export async function startJobQueue(
+  connectionString: string,
+  options: JobQueueOptions = {},
+): Promise<PgBoss> {
+  const role = options.role ?? 'worker';
+  const worker = role === 'worker';
+  const fulfilment = options.fulfilment ?? fulfilmentSettingsFromEnv();
+  const onError = options.onError ?? ((message, error) => console.error(message, error));
+
+  const boss = new PgBoss({
+    connectionString,
+    schema: options.schema ?? DEFAULT_SCHEMA,
+    max: options.max ?? (worker ? 4 : 2),
+    application_name: options.applicationName ?? `pgboss-${role}`,
+    // Installs or migrates the schema; pg-boss serialises that with an advisory lock, so concurrent starts are safe.
+    migrate: true,
+    supervise: worker,
+    schedule: worker,
+    maintenanceIntervalSeconds: options.maintenanceIntervalSeconds ?? 10,
+  });
+  // Pool errors (a dropped connection) and worker fetch errors arrive here; unhandled, they would kill the process.
+  boss.on('error', (error) => onError(`[jobs] pg-boss error: ${describeError(error)}`, error));
+
+  await boss.start();
+  try {
+    const specs: QueueSpec[] = [
+      { name: Queue.fulfilment, options: fulfilmentQueueOptions(fulfilment) },
+      { name: Queue.cleanup, options: cleanupQueueOptions() },
+    ];
+    // pg-boss's own cron queue: its timekeeper creates it at start but swallows the error when that create
+    // loses a deadlock to a concurrent start (seen with 6 processes at once), which silently disables every
+    // schedule. Created here too, and never updated.
+    if (worker) specs.push({ name: PGBOSS_CRON_QUEUE, options: { policy: 'standard' }, createOnly: true });
+    await ensureQueues(boss, role, specs);
+  } catch (error) {
+    await boss.stop({ graceful: false }).catch(() => {});
+    throw error;
+  }
+  return boss;
+}
+
+interface QueueSpec {
+  name: string;
+  options: Omit<PgBoss.Queue, 'name'>;
+  createOnly?: boolean;
+}
+
+/** pg-boss 10's internal queue for cron schedules (timekeeper.js QUEUES.SEND_IT). */
+const PGBOSS_CRON_QUEUE = '__pgboss__send-it';
+
+/**
+ * Creates the missing queues; a worker also updates a queue whose settings differ from its own (so a changed
+ * FULFILMENT_EXPIRE_SECONDS takes effect on the next worker start). A sender never updates: the worker owns them.
+ *
+ * pg-boss's create_queue() is an INSERT … ON CONFLICT DO NOTHING plus DDL (partition, foreign keys) in one
+ * statement: two processes creating queues at the same moment can deadlock (each holds a row lock the other's
+ * ALTER TABLE waits for). Postgres aborts one of them; it is retried here and then finds the queue created.
+ */
+async function ensureQueues(boss: PgBoss, role: JobQueueRole, specs: QueueSpec[]): Promise<void> {
+  const existing = new Map((await boss.getQueues()).map((queue) => [queue.name, queue]));
+  for (const spec of specs) {
+    const current = existing.get(spec.name);
+    if (!current) {
+      await retryTransient(() => boss.createQueue(spec.name, { name: spec.name, ...spec.options }));
+    } else if (role === 'worker' && !spec.createOnly && !sameSettings(current, spec.options)) {
+      await retryTransient(() => boss.updateQueue(spec.name, { name: spec.name, ...spec.options }));
+    }
+  }
+}
+
+function sameSettings(current: PgBoss.QueueResult, wanted: Omit<PgBoss.Queue, 'name'>): boolean {
+  return (
+    current.policy === wanted.policy &&
+    current.expireInSeconds === wanted.expireInSeconds &&
+    current.retryLimit === wanted.retryLimit &&
+    current.retryDelay === wanted.retryDelay &&
+    current.retryBackoff === wanted.retryBackoff
+  );
+}
+
+/** deadlock_detected, serialization_failure, unique_violation, lock_not_available: a concurrent start won. */
+const TRANSIENT_CODES = new Set(['40P01', '40001', '23505', '55P03']);
+
+async function retryTransient<T>(fn: () => Promise<T>, attempts = 6): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await fn();
+    } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      if (attempt >= attempts || typeof code !== 'string' || !TRANSIENT_CODES.has(code)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt + Math.random() * 100));
+    }
+  }
+}
+
+function describeError(error: unknown): string {
+  if (error && typeof error === 'object') {
+    const { message, queue } = error as { message?: unknown; queue?: unknown };
+    const text = typeof message === 'string' ? message : String(error);
+    return typeof queue === 'string' ? `${text} (queue ${queue})` : text;
+  }
+  return String(error);
+}

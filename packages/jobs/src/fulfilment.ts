@@ -1,0 +1,71 @@
+/**
+ * The fulfilment job: "ship this paid order and send its receipt". Delivered at least once — the worker's
+ * effects are deduplicated by unique constraints, never by the queue.
+ */
+import type PgBoss from 'pg-boss';
+import { z } from 'zod';
+import { Queue } from './queues.ts';
+import { describeZodError, intFromEnv } from './settings.ts';
+
+export const fulfilmentJobSchema = z.object({ orderId: z.uuid() });
+export type FulfilmentJob = z.infer<typeof fulfilmentJobSchema>;
+
+export interface FulfilmentQueueSettings {
+  /**
+   * Seconds a started job may stay active. Past it, maintenance fails the job and it is retried: this is how a
+   * job whose worker died (SIGKILL, OOM, lost host) is redelivered. pg-boss also fails a handler that runs
+   * longer than this (the handler may still be running: the effects must tolerate overlap, and they do).
+   */
+  expireInSeconds: number;
+  /** Retries after the first attempt (failures and expiries both count). */
+  retryLimit: number;
+  /** Base of the exponential backoff: the n-th retry waits retryDelay·2^(n-1) … retryDelay·2^n seconds. */
+  retryDelaySeconds: number;
+}
+
+export const fulfilmentEnvShape = {
+  FULFILMENT_EXPIRE_SECONDS: intFromEnv(1, 30),
+  FULFILMENT_RETRY_LIMIT: intFromEnv(0, 10),
+  FULFILMENT_RETRY_DELAY_SECONDS: intFromEnv(1, 2),
+};
+
+/** Reads FULFILMENT_EXPIRE_SECONDS (default 30), FULFILMENT_RETRY_LIMIT (10), FULFILMENT_RETRY_DELAY_SECONDS (2). */
+export function fulfilmentSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): FulfilmentQueueSettings {
+  const parsed = z.object(fulfilmentEnvShape).safeParse(env);
+  if (!parsed.success)
+    throw new Error(`Invalid fulfilment queue settings: ${describeZodError(parsed.error)}`);
+  return {
+    expireInSeconds: parsed.data.FULFILMENT_EXPIRE_SECONDS,
+    retryLimit: parsed.data.FULFILMENT_RETRY_LIMIT,
+    retryDelaySeconds: parsed.data.FULFILMENT_RETRY_DELAY_SECONDS,
+  };
+}
+
+/**
+ * Queue-level options, so a sender never has to pass them: a job takes its expiry and retries from the queue
+ * row when it is inserted. Policy `standard`: the queue does not deduplicate — the worker's unique constraints
+ * do. (pg-boss's `short`/`singleton` policies key on the singleton key, which is '' for a job sent without one:
+ * one waiting keyless job would silently swallow every other order's job.)
+ */
+export function fulfilmentQueueOptions(settings: FulfilmentQueueSettings): Omit<PgBoss.Queue, 'name'> {
+  return {
+    policy: 'standard',
+    expireInSeconds: settings.expireInSeconds,
+    retryLimit: settings.retryLimit,
+    retryDelay: settings.retryDelaySeconds,
+    retryBackoff: true,
+  };
+}
+
+/**
+ * Enqueues fulfilment of `orderId` and returns the job id. Pass `db` — e.g. `prismaTransactionDb(tx)` — to
+ * insert the job in the caller's transaction: it then exists if and only if that transaction commits.
+ */
+export async function enqueueFulfilment(boss: PgBoss, orderId: string, db?: PgBoss.Db): Promise<string> {
+  const data: FulfilmentJob = fulfilmentJobSchema.parse({ orderId });
+  const id = await boss.send(Queue.fulfilment, data, db ? { db } : {});
+  // pg-boss inserts with a join on its queue table: no queue, no row, and send() resolves to null.
+  if (id === null)
+    throw new Error(`Queue "${Queue.fulfilment}" does not exist: start pg-boss with startJobQueue()`);
+  return id;
+}

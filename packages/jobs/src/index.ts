@@ -1,0 +1,17 @@
+/** @idem/jobs — the app's job queue (pg-boss 10 in Postgres): queue names, job payloads, enqueueing. */
+
+export type { default as PgBoss } from 'pg-boss';
+export { DEFAULT_SCHEMA, type JobQueueOptions, type JobQueueRole, startJobQueue } from './boss.ts';
+export { cleanupQueueOptions } from './cleanup.ts';
+export {
+  enqueueFulfilment,
+  type FulfilmentJob,
+  type FulfilmentQueueSettings,
+  fulfilmentEnvShape,
+  fulfilmentJobSchema,
+  fulfilmentQueueOptions,
+  fulfilmentSettingsFromEnv,
+} from './fulfilment.ts';
+export { prismaTransactionDb, type RawQueryable } from './prisma-db.ts';
+export { Queue, type QueueName } from './queues.ts';
+export { describeZodError, intFromEnv, numberFromEnv } from './settings.ts';

@@ -1,0 +1,7 @@
+/** Every queue this app uses. Workers and senders create all of them at start (see `startJobQueue`). */
+export const Queue = {
+  fulfilment: 'fulfilment',
+  cleanup: 'idem-cleanup',
+} as const;
+
+export type QueueName = (typeof Queue)[keyof typeof Queue];
