@@ -20,6 +20,8 @@ await page.screenshot({ path: 'docs/screenshot-checkout.png' });
 
 await page.getByRole('button', { name: /^Pay / }).click();
 await page.getByRole('heading', { name: /confirmed/ }).waitFor();
+// The provider's webhook and the worker ship it a moment later.
+await page.getByTestId('order-status').filter({ hasText: 'Shipped' }).waitFor({ timeout: 60_000 });
 await page.screenshot({ path: 'docs/screenshot-confirmation.png' });
 
 await browser.close();
