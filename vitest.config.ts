@@ -10,7 +10,11 @@ export default defineConfig({
     },
   },
   test: {
-    include: ['{apps,packages}/*/test/**/*.test.ts', 'tests/integration/**/*.test.ts'],
+    include: [
+      '{apps,packages}/*/test/**/*.test.ts',
+      'tests/integration/**/*.test.ts',
+      'tests/faults/**/*.test.ts',
+    ],
     globalSetup: ['tests/setup/database.ts'],
     setupFiles: ['tests/setup/env.ts'],
     testTimeout: 30_000,
