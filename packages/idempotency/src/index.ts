@@ -13,13 +13,16 @@ export {
   IdempotencyError,
   IdempotencyErrorCode,
   inProgressError,
+  invalidInputError,
   keyReusedError,
   leaseLostError,
   malformedKeyError,
   missingKeyError,
+  tooManyInFlightError,
 } from './core/errors.ts';
 export { fingerprintRequest } from './core/fingerprint.ts';
 export {
+  type FaultHooks,
   type HandledRequest,
   handleExternal,
   handleTransactional,

@@ -15,6 +15,7 @@ describe('resolveOptions', () => {
       leaseSeconds: 30,
       waitForInFlightMs: 0,
       retryAfterSeconds: 1,
+      maxInFlightPerScope: 20,
       storedErrorCodes: [
         'PAYMENT_REQUIRED',
         'UNPROCESSABLE_CONTENT',

@@ -4,7 +4,14 @@ import { z } from 'zod';
 export const MAX_QUANTITY = 20;
 
 export const cartLineSchema = z.object({
-  sku: z.string().trim().min(1).max(64),
+  // Fix: a NUL byte reached Postgres (which cannot store it in text: 22021) and the checkout answered 500.
+  // No control characters and no lone surrogates: a SKU is printable text.
+  sku: z
+    .string()
+    .trim()
+    .min(1)
+    .max(64)
+    .regex(/^[^\p{Cc}\p{Cs}]+$/u, 'A SKU cannot contain control characters.'),
   quantity: z.number().int().min(1).max(MAX_QUANTITY),
 });
 

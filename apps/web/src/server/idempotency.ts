@@ -8,6 +8,7 @@ import { createIdempotency } from '@idem/idempotency/trpc';
 import superjson from 'superjson';
 import type { Principal } from './auth/principal.ts';
 import { db } from './db.ts';
+import { faultHooks, testLeaseSeconds } from './fault-points.ts';
 import type { Context } from './trpc.ts';
 
 type AuthedContext = Context & { principal: Principal };
@@ -19,4 +20,8 @@ export const idempotency = createIdempotency<AuthedContext, PrismaTransactionLik
   getRequestHeaders: (ctx) => ctx.headers,
   getResponseHeaders: (ctx) => ctx.resHeaders,
   isBatched: (ctx) => ctx.isBatch,
+  // Test-only (IDEM_TEST_HOOKS=1, see fault-points.ts): a short lease and SIGKILL fault points for
+  // tests/faults. Both are undefined in production, which keeps the library's defaults and skips every hook.
+  ...(testLeaseSeconds === undefined ? {} : { defaults: { leaseSeconds: testLeaseSeconds } }),
+  ...(faultHooks === undefined ? {} : { faultHooks }),
 });

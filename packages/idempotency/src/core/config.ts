@@ -31,8 +31,15 @@ export interface IdempotencyOptions {
    * instead of answering 409 at once. Default 0 (answer 409 + Retry-After).
    */
   waitForInFlightMs?: number;
-  /** The Retry-After value (seconds) sent with a 409. Default 1. */
+  /** The Retry-After value (seconds) sent with a 409 or a 429. Default 1. */
   retryAfterSeconds?: number;
+  /**
+   * How many keys one principal (scope) may have in flight — `processing` under a live lease — before a claim
+   * of a NEW key is refused with 429 + Retry-After (nothing stored). Duplicates of keys already claimed are not
+   * counted as new. A rate limit, so approximate under concurrency (see the store). `Infinity` turns it off.
+   * Default 20.
+   */
+  maxInFlightPerScope?: number;
   /**
    * Error codes whose responses are stored and replayed: deterministic business outcomes. Every other error
    * releases the key so a retry runs again (validation errors, timeouts, 5xx). Default
@@ -60,6 +67,7 @@ export const DEFAULT_OPTIONS: ResolvedOptions = {
   leaseSeconds: 30,
   waitForInFlightMs: 0,
   retryAfterSeconds: 1,
+  maxInFlightPerScope: 20,
   storedErrorCodes: DEFAULT_STORED_ERROR_CODES,
 };
 
@@ -82,10 +90,26 @@ export function resolveOptions(...layers: Array<IdempotencyOptions | undefined>)
   // Fix: `NaN < 0` is false, so NaN (and Infinity: an endless wait) used to pass this check.
   if (!Number.isFinite(resolved.waitForInFlightMs) || resolved.waitForInFlightMs < 0)
     throw new RangeError(`waitForInFlightMs must be a finite number ≥ 0, got ${resolved.waitForInFlightMs}`);
+  if (
+    resolved.maxInFlightPerScope !== Number.POSITIVE_INFINITY &&
+    (!Number.isInteger(resolved.maxInFlightPerScope) || resolved.maxInFlightPerScope < 1)
+  )
+    throw new RangeError(
+      `maxInFlightPerScope must be a whole number ≥ 1 (or Infinity), got ${resolved.maxInFlightPerScope}`,
+    );
   return resolved;
 }
 
 function assertPositive(name: string, value: number) {
   if (!Number.isFinite(value) || value <= 0)
     throw new RangeError(`${name} must be a positive number, got ${value}`);
+}
+
+/** The claim's per-principal cap (`ClaimRequest.inFlightCap`) for these options; undefined when it is off. */
+export function inFlightCapOf(
+  options: ResolvedOptions,
+): { max: number; retryAfterSeconds: number } | undefined {
+  return Number.isFinite(options.maxInFlightPerScope)
+    ? { max: options.maxInFlightPerScope, retryAfterSeconds: options.retryAfterSeconds }
+    : undefined;
 }

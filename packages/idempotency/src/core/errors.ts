@@ -15,25 +15,33 @@ export const IdempotencyErrorCode = {
   leaseLost: 'idempotency_lease_lost',
   /** The key was first used with a different request. 422. */
   keyReused: 'idempotency_key_reused',
+  /** The input cannot be fingerprinted (nested too deeply, a string that is not valid Unicode). 400. */
+  invalidInput: 'idempotency_input_invalid',
+  /** The principal already has `maxInFlightPerScope` keys in flight; this new key was not claimed. 429. */
+  tooManyInFlight: 'idempotency_too_many_in_flight',
 } as const;
 export type IdempotencyErrorCode = (typeof IdempotencyErrorCode)[keyof typeof IdempotencyErrorCode];
 
-const httpStatusByCode: Record<IdempotencyErrorCode, 400 | 409 | 422> = {
+export type IdempotencyHttpStatus = 400 | 409 | 422 | 429;
+
+const httpStatusByCode: Record<IdempotencyErrorCode, IdempotencyHttpStatus> = {
   idempotency_key_missing: 400,
   idempotency_key_malformed: 400,
   idempotency_batched_request: 400,
+  idempotency_input_invalid: 400,
   idempotency_request_in_progress: 409,
   idempotency_lease_lost: 409,
   idempotency_key_reused: 422,
+  idempotency_too_many_in_flight: 429,
 };
 
 export class IdempotencyError extends Error {
   override name = 'IdempotencyError';
-  readonly httpStatus: 400 | 409 | 422;
+  readonly httpStatus: IdempotencyHttpStatus;
   constructor(
     readonly code: IdempotencyErrorCode,
     message: string,
-    /** Seconds a client should wait before retrying (409 only). */
+    /** Seconds a client should wait before retrying (409 and 429). */
     readonly retryAfterSeconds?: number,
   ) {
     super(message);
@@ -64,6 +72,14 @@ export function batchedError(): IdempotencyError {
   );
 }
 
+export function invalidInputError(): IdempotencyError {
+  return new IdempotencyError(
+    IdempotencyErrorCode.invalidInput,
+    'The request input cannot be fingerprinted for its Idempotency-Key: it is nested too deeply or holds a string ' +
+      'that is not valid Unicode (e.g. a lone surrogate).',
+  );
+}
+
 export function inProgressError(retryAfterSeconds: number): IdempotencyError {
   return new IdempotencyError(
     IdempotencyErrorCode.inProgress,
@@ -84,5 +100,14 @@ export function keyReusedError(): IdempotencyError {
   return new IdempotencyError(
     IdempotencyErrorCode.keyReused,
     'This Idempotency-Key was already used with a different request. Use a new key for a new request.',
+  );
+}
+
+export function tooManyInFlightError(maxInFlight: number, retryAfterSeconds: number): IdempotencyError {
+  return new IdempotencyError(
+    IdempotencyErrorCode.tooManyInFlight,
+    `Too many requests in progress: at most ${maxInFlight} Idempotency-Keys may be in flight at once for one caller. ` +
+      'Nothing was done; retry after a moment (the same key is fine).',
+    retryAfterSeconds,
   );
 }

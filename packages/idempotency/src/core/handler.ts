@@ -4,7 +4,7 @@
  * a `RunOutcome`.
  */
 import { randomUUID } from 'node:crypto';
-import type { ResolvedOptions } from './config.ts';
+import { inFlightCapOf, type ResolvedOptions } from './config.ts';
 import { inProgressError, keyReusedError, leaseLostError } from './errors.ts';
 import { type IdempotencyRecord, RecordState, type StoredResponse } from './record.ts';
 import type { IdempotencyStore } from './store.ts';
@@ -33,12 +33,27 @@ export type HandledRequest<TResult> =
   /** A duplicate: the first request's stored response. */
   | { kind: 'replayed'; response: StoredResponse };
 
+/**
+ * Test-only fault points: called at the lifecycle's crash-sensitive moments so a fault test can kill the
+ * process exactly there. Production passes none (every call is then a no-op). A hook that throws fails the
+ * request like any unexpected error.
+ */
+export interface FaultHooks {
+  /** External: the claim has committed, the procedure has not run. Transactional: claimed inside the tx. */
+  afterClaim?(): void | Promise<void>;
+  /** External only: the procedure's effect is done, the completion UPDATE has not run. */
+  beforeComplete?(): void | Promise<void>;
+  /** The result is stored (external: completed; transactional: COMMIT done), the response not yet sent. */
+  afterComplete?(): void | Promise<void>;
+}
+
 /** Transactional mode: the claim, the procedure's writes and the response commit together, or not at all. */
 export async function handleTransactional<TTx, TResult>(
   store: IdempotencyStore<TTx>,
   options: ResolvedOptions,
   request: IdempotentRequest,
   run: (tx: TTx) => Promise<RunOutcome<TResult>>,
+  hooks: FaultHooks = {},
 ): Promise<HandledRequest<TResult>> {
   const owner = randomUUID();
   let handled: HandledRequest<TResult>;
@@ -51,11 +66,13 @@ export async function handleTransactional<TTx, TResult>(
             owner,
             leaseSeconds: Math.ceil(options.transactionTimeoutMs / 1000),
             retentionSeconds: options.retentionSeconds,
+            inFlightCap: inFlightCapOf(options),
           },
           tx,
         );
         if (!claim.claimed)
           return { kind: 'replayed', response: storedResponseOf(claim.record, request, options) };
+        await hooks.afterClaim?.();
 
         await store.savepoint(tx);
         const outcome = await run(tx);
@@ -75,6 +92,7 @@ export async function handleTransactional<TTx, TResult>(
     throw error;
   }
   if (handled.kind === 'replayed') await store.countReplay(request).catch(() => {});
+  else await hooks.afterComplete?.();
   return handled;
 }
 
@@ -87,6 +105,7 @@ export async function handleExternal<TResult>(
   options: ResolvedOptions,
   request: IdempotentRequest,
   run: () => Promise<RunOutcome<TResult>>,
+  hooks: FaultHooks = {},
 ): Promise<HandledRequest<TResult>> {
   const owner = randomUUID();
   const claim = await store.claim({
@@ -94,6 +113,7 @@ export async function handleExternal<TResult>(
     owner,
     leaseSeconds: options.leaseSeconds,
     retentionSeconds: options.retentionSeconds,
+    inFlightCap: inFlightCapOf(options),
   });
   if (!claim.claimed) {
     const record = await waitWhileInFlight(store, request, claim.record, options);
@@ -104,6 +124,7 @@ export async function handleExternal<TResult>(
 
   let outcome: RunOutcome<TResult>;
   try {
+    await hooks.afterClaim?.();
     outcome = await run();
   } catch (error) {
     // The adapter turns expected failures into outcomes; anything thrown here is unexpected but did not
@@ -115,9 +136,11 @@ export async function handleExternal<TResult>(
     await store.release(request, owner);
     return { kind: 'released', result: outcome.result };
   }
+  await hooks.beforeComplete?.();
   // If this throws (connection lost), the outcome is unknown: the key stays claimed until its lease ends.
   const stored = await store.complete(request, owner, outcome.response);
   if (!stored) throw leaseLostError(options.retryAfterSeconds);
+  await hooks.afterComplete?.();
   return { kind: 'executed', result: outcome.result };
 }
 

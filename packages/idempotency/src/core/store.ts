@@ -10,6 +10,13 @@ export interface ClaimRequest extends RecordKey {
   owner: string;
   leaseSeconds: number;
   retentionSeconds: number;
+  /**
+   * Per-principal cap: when `scope` already has `max` keys `processing` under a live lease, a claim of a NEW key
+   * (no row yet, or an expired one) throws `tooManyInFlightError` (429) and stores nothing. A duplicate of a key
+   * that exists, and the takeover of an expired lease by the same request, are not new and are not counted.
+   * Absent (or `max` = Infinity): no cap.
+   */
+  inFlightCap?: { max: number; retryAfterSeconds: number } | undefined;
 }
 
 export type ClaimResult =

@@ -3,6 +3,7 @@
  * primary key (scope, procedure, key): whoever inserts (or atomically takes over an expired row) owns the
  * key; everyone else reads what is there. All times come from the database's now().
  */
+import { tooManyInFlightError } from '../core/errors.ts';
 import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
@@ -48,24 +49,68 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     return row ? toRecord(row) : null;
   }
 
+  // Insert, or take over a row that has expired (a new request) or whose lease ended while still processing
+  // the same request (its owner died). Anything else is left alone and read afterwards.
+  const insertClaim = `
+    insert into ${table} as k
+        (scope, procedure, key, fingerprint, state, lease_owner, locked_until, created_at, expires_at, replay_count)`;
+  const claimValues = `$1, $2, $3, $4, 'processing', $5::uuid, now() + make_interval(secs => $6::double precision),
+        now(), now() + make_interval(secs => $7::double precision), 0`;
+  const onConflictSet = `
+    on conflict (scope, procedure, key) do update set
+      fingerprint = excluded.fingerprint, state = 'processing', response = null, http_status = null,
+      lease_owner = excluded.lease_owner, locked_until = excluded.locked_until,
+      created_at = now(), expires_at = excluded.expires_at,
+      replay_count = case when k.expires_at <= now() then 0 else k.replay_count end`;
+  // Fix: an expired row whose lease is still live is a request still running (retention < lease): taking it
+  // over would run the key twice at once. Same rule as deleteExpiredBatch.
+  const expiredRow = `(k.expires_at <= now() and not (k.state = 'processing' and k.locked_until > now()))`;
+  const deadLeaseSameRequest = `(k.state = 'processing' and k.locked_until <= now() and k.fingerprint = excluded.fingerprint)`;
+
+  const claimUncapped = `${insertClaim} values (${claimValues}) ${onConflictSet}
+    where ${expiredRow} or ${deadLeaseSameRequest}
+    returning (xmax = 0) as inserted`;
+
+  /*
+   * The per-principal cap on keys in flight, in the SAME statement as the claim: the new row is inserted only
+   * if the scope has fewer than $8 keys `processing` under a live lease. A duplicate of a key that exists goes
+   * through unconditionally (to ON CONFLICT, which replays / 409s / 422s as usual, or takes over a dead lease of
+   * the same request); only a NEW key — no row, or an expired row being reused — is subject to the cap.
+   *
+   * Race trade-off: the count reads this statement's snapshot, so N claims of one principal that run at the
+   * very same moment do not see each other's uncommitted rows and may overshoot the cap by up to N − 1. That is
+   * acceptable: the cap is a rate limit against one caller hogging the server (pool, provider), not a
+   * correctness guarantee — once-only execution still rests on the primary key alone, which this does not
+   * touch. An exact cap would need a per-scope lock (pg_advisory_xact_lock + a second statement in its own
+   * transaction, i.e. two more round trips on every claim, and in transactional mode the lock would be held for
+   * the whole procedure, serializing the principal) or a counter row. Likewise, in transactional mode a claim is
+   * invisible to others until it commits — already completed — so the count only ever sees external-mode keys.
+   * The count is bounded by LIMIT $8 and walks the primary key's (scope, …) prefix; a principal with very many
+   * completed keys inside the retention window would be served better by a partial index
+   * `(scope) where state = 'processing'`.
+   */
+  const claimCapped = `
+    with in_flight as (
+      select count(*)::int as n from (
+        select 1 from ${table}
+        where scope = $1 and state = 'processing' and locked_until > now()
+        limit $8::int) as live
+    ), existing as (
+      select ${expiredRow} as expired from ${table} as k where ${where}
+    ), claimed as (
+      ${insertClaim}
+      select ${claimValues}
+      where (select n from in_flight) < $8::int or exists (select 1 from existing)
+      ${onConflictSet}
+      where (${expiredRow} and (select n from in_flight) < $8::int) or ${deadLeaseSameRequest}
+      returning (xmax = 0) as inserted
+    )
+    select (select inserted from claimed) as inserted,
+           (select n from in_flight) >= $8::int as at_cap,
+           (select expired from existing) as existing_expired`;
+
   async function claim(request: ClaimRequest, tx?: SqlExecutor): Promise<ClaimResult> {
-    // Inserts, or takes over a row that has expired (a new request) or whose lease ended while still
-    // processing the same request (its owner died). Anything else is left alone and read below.
-    const rows = await on(tx).$queryRawUnsafe<Array<{ inserted: boolean }>>(
-      `insert into ${table} as k
-           (scope, procedure, key, fingerprint, state, lease_owner, locked_until, created_at, expires_at, replay_count)
-         values ($1, $2, $3, $4, 'processing', $5::uuid, now() + make_interval(secs => $6::double precision), now(),
-                 now() + make_interval(secs => $7::double precision), 0)
-         on conflict (scope, procedure, key) do update set
-           fingerprint = excluded.fingerprint, state = 'processing', response = null, http_status = null,
-           lease_owner = excluded.lease_owner, locked_until = excluded.locked_until,
-           created_at = now(), expires_at = excluded.expires_at,
-           replay_count = case when k.expires_at <= now() then 0 else k.replay_count end
-         -- Fix: an expired row whose lease is still live is a request still running (retention < lease):
-         -- taking it over would run the key twice at once. Same rule as deleteExpiredBatch.
-         where (k.expires_at <= now() and not (k.state = 'processing' and k.locked_until > now()))
-            or (k.state = 'processing' and k.locked_until <= now() and k.fingerprint = excluded.fingerprint)
-         returning (xmax = 0) as inserted`,
+    const params = [
       request.scope,
       request.procedure,
       request.key,
@@ -73,8 +118,22 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
       request.owner,
       request.leaseSeconds,
       request.retentionSeconds,
-    );
-    const claimed = rows[0];
+    ];
+    const cap = request.inFlightCap;
+    let claimed: { inserted: boolean | null } | undefined;
+    if (cap && Number.isFinite(cap.max)) {
+      const rows = await on(tx).$queryRawUnsafe<
+        Array<{ inserted: boolean | null; at_cap: boolean; existing_expired: boolean | null }>
+      >(claimCapped, ...params, cap.max);
+      const row = rows[0];
+      // Refused by the cap: a new key (no row, or an expired one to reuse) while the scope is at its cap.
+      if (row && row.inserted === null && row.at_cap && row.existing_expired !== false)
+        throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
+      claimed = row?.inserted === null ? undefined : row;
+    } else {
+      const rows = await on(tx).$queryRawUnsafe<Array<{ inserted: boolean }>>(claimUncapped, ...params);
+      claimed = rows[0];
+    }
     if (claimed) return { claimed: true, takeover: !claimed.inserted };
     const record = await find(request, tx);
     // Only possible if the row was deleted between the two statements (cleanup): claim again.

@@ -8,6 +8,7 @@ const trpcCodeByStatus = {
   400: 'BAD_REQUEST',
   409: 'CONFLICT',
   422: 'UNPROCESSABLE_CONTENT',
+  429: 'TOO_MANY_REQUESTS',
 } as const satisfies Record<IdempotencyError['httpStatus'], TRPC_ERROR_CODE_KEY>;
 
 export function toTRPCError(error: IdempotencyError): TRPCError {

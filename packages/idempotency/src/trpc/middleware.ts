@@ -11,9 +11,10 @@ import {
   type ResolvedOptions,
   resolveOptions,
 } from '../core/config.ts';
-import { batchedError, IDEMPOTENCY_KEY_HEADER, IdempotencyError } from '../core/errors.ts';
+import { batchedError, IDEMPOTENCY_KEY_HEADER, IdempotencyError, invalidInputError } from '../core/errors.ts';
 import { fingerprintRequest } from '../core/fingerprint.ts';
 import {
+  type FaultHooks,
   type HandledRequest,
   handleExternal,
   handleTransactional,
@@ -52,6 +53,12 @@ export interface CreateIdempotencyConfig<TContext, TTx> {
   /** Defaults for every procedure; each procedure may override them. */
   defaults?: IdempotencyOptions;
   onEvent?(event: IdempotencyEvent): void;
+  /**
+   * TEST-ONLY fault points (see `FaultHooks`): let a fault test crash the process right after the claim,
+   * between the procedure's effect and the completion, or after the result is stored. Leave unset in
+   * production; they must never be armable from a request.
+   */
+  faultHooks?: FaultHooks;
 }
 
 /** What an idempotent procedure finds in `ctx.idempotency`. */
@@ -117,7 +124,7 @@ export function createIdempotency<TContext extends object, TTx>(
         scope,
         procedure: path,
         key,
-        fingerprint: fingerprintRequest(path, wireInput(await getRawInput(), config.transformer)),
+        fingerprint: fingerprintInput(path, await getRawInput(), config.transformer),
       };
       handled = await execute(request, { key, scope, fingerprint: request.fingerprint });
     } catch (error) {
@@ -152,10 +159,16 @@ export function createIdempotency<TContext extends object, TTx>(
           IdempotencyMode.transactional,
           { ...opts, ctx: asContext(opts.ctx) },
           (request, idempotency) =>
-            handleTransactional<TTx, Result>(config.store, options, request, async (tx) => {
-              const result = await callNext({ ...idempotency, tx });
-              return { result, response: toStoredResponse(result, options, config.transformer) };
-            }),
+            handleTransactional<TTx, Result>(
+              config.store,
+              options,
+              request,
+              async (tx) => {
+                const result = await callNext({ ...idempotency, tx });
+                return { result, response: toStoredResponse(result, options, config.transformer) };
+              },
+              config.faultHooks,
+            ),
         );
       });
     },
@@ -173,10 +186,16 @@ export function createIdempotency<TContext extends object, TTx>(
           IdempotencyMode.external,
           { ...opts, ctx: asContext(opts.ctx) },
           (request, idempotency) =>
-            handleExternal<Result>(config.store as IdempotencyStore<unknown>, options, request, async () => {
-              const result = await callNext(idempotency);
-              return { result, response: toStoredResponse(result, options, config.transformer) };
-            }),
+            handleExternal<Result>(
+              config.store as IdempotencyStore<unknown>,
+              options,
+              request,
+              async () => {
+                const result = await callNext(idempotency);
+                return { result, response: toStoredResponse(result, options, config.transformer) };
+              },
+              config.faultHooks,
+            ),
         );
       });
     },
@@ -227,6 +246,19 @@ function replayResult<TResult>(response: StoredResponse, transformer: ResultTran
  */
 function wireInput(input: unknown, transformer: ResultTransformer): unknown {
   return input === undefined || input === null ? null : transformer.serialize(input);
+}
+
+/**
+ * Fix: hostile input made fingerprinting throw — a lone surrogate (canonicalize refuses it) or JSON nested a few
+ * thousand levels deep (superjson's walker overflows the stack) — and every such request was a 500. Both are
+ * the client's input, never a server fault: 400, before anything is claimed.
+ */
+function fingerprintInput(path: string, input: unknown, transformer: ResultTransformer): string {
+  try {
+    return fingerprintRequest(path, wireInput(input, transformer));
+  } catch {
+    throw invalidInputError();
+  }
 }
 
 function outcomeOfError(error: IdempotencyError): RequestOutcome {

@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { placeOrderInput } from '~/lib/schemas';
+import { effectIdPerAttempt } from '../fault-points.ts';
 import { idempotency } from '../idempotency.ts';
 import { orderIdForIntent, placeOrder } from '../services/place-order.ts';
 import { createTRPCRouter, principalProcedure } from '../trpc.ts';
@@ -14,7 +16,8 @@ export const checkoutRouter = createTRPCRouter({
     .mutation(({ ctx, input }) =>
       placeOrder(ctx, {
         principalId: ctx.principal.id,
-        orderId: orderIdForIntent(ctx.idempotency),
+        // effectIdPerAttempt: a test-only CONTROL switch (IDEM_TEST_HOOKS=1), false in production.
+        orderId: effectIdPerAttempt ? randomUUID() : orderIdForIntent(ctx.idempotency),
         input,
       }),
     ),
