@@ -11,6 +11,7 @@
  *   IDEM_LEASE_SECONDS=<n>            external-mode lease for every procedure (default: the library's 30 s)
  *   IDEM_TEST_EFFECT_ID_PER_ATTEMPT=1 CONTROL runs only: name each attempt's order (and provider key) with a
  *                                     fresh UUID instead of deriving it from the intent, i.e. protection off
+ *   IDEM_TEST_NO_LEASE_RENEWAL=1      CONTROL runs only: the owner does not renew its lease while running
  *
  * In production (IDEM_TEST_HOOKS unset or 0) `faultHooks` is undefined and the library skips every call.
  */
@@ -28,6 +29,7 @@ interface FaultSettings {
   rate: number;
   leaseSeconds: number | null;
   effectIdPerAttempt: boolean;
+  noLeaseRenewal: boolean;
 }
 
 function readSettings(source: NodeJS.ProcessEnv): FaultSettings | null {
@@ -46,6 +48,7 @@ function readSettings(source: NodeJS.ProcessEnv): FaultSettings | null {
     rate,
     leaseSeconds: lease,
     effectIdPerAttempt: source.IDEM_TEST_EFFECT_ID_PER_ATTEMPT === '1',
+    noLeaseRenewal: source.IDEM_TEST_NO_LEASE_RENEWAL === '1',
   };
 }
 
@@ -56,6 +59,9 @@ export const testLeaseSeconds: number | undefined = settings?.leaseSeconds ?? un
 
 /** CONTROL runs only: every attempt gets a fresh order id (no derivation from the key). */
 export const effectIdPerAttempt: boolean = settings?.effectIdPerAttempt ?? false;
+
+/** CONTROL runs only: the store without lease renewal (a slow owner is then taken over while running). */
+export const leaseRenewalDisabled: boolean = settings?.noLeaseRenewal ?? false;
 
 function killAt(point: FaultPoint, onceFile: string | null, rate: number): () => void {
   return () => {

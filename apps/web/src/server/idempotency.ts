@@ -3,18 +3,25 @@
  * results serialized with the router's own transformer (superjson) so replays are byte-identical.
  */
 import type { Database } from '@idem/db';
-import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '@idem/idempotency/prisma';
+import {
+  createPrismaIdempotencyStore,
+  type PrismaTransactionLike,
+  withLeaseRenewal,
+} from '@idem/idempotency/prisma';
 import { createIdempotency } from '@idem/idempotency/trpc';
 import superjson from 'superjson';
 import type { Principal } from './auth/principal.ts';
 import { db } from './db.ts';
-import { faultHooks, testLeaseSeconds } from './fault-points.ts';
+import { faultHooks, leaseRenewalDisabled, testLeaseSeconds } from './fault-points.ts';
 import type { Context } from './trpc.ts';
 
 type AuthedContext = Context & { principal: Principal };
 
+const store = createPrismaIdempotencyStore(db);
+
 export const idempotency = createIdempotency<AuthedContext, PrismaTransactionLike<Database>>({
-  store: createPrismaIdempotencyStore(db),
+  // The owner renews its lease while the procedure runs (external mode): a slow but live request keeps its key.
+  store: leaseRenewalDisabled ? store : withLeaseRenewal(store, db),
   transformer: superjson,
   getScope: (ctx) => ctx.principal.id,
   getRequestHeaders: (ctx) => ctx.headers,

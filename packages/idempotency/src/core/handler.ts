@@ -123,17 +123,29 @@ export async function handleExternal<TResult>(
   }
 
   let outcome: RunOutcome<TResult>;
+  // Fix (found by tests/faults/soak.ts under CPU starvation): a live owner slower than its lease was taken over
+  // while still running, so two executions of one intent overlapped (the app's order INSERT then failed with a
+  // unique violation → 500). The owner now renews its lease while the procedure runs; only a dead or frozen
+  // owner loses it, and completion stays fenced for that case.
+  const stopRenewing = renewLeaseWhileRunning(store, request, owner, options.leaseSeconds);
   try {
     await hooks.afterClaim?.();
     outcome = await run();
   } catch (error) {
+    stopRenewing();
     // The adapter turns expected failures into outcomes; anything thrown here is unexpected but did not
     // complete, and every outside effect carries the key: a retry is safe.
-    await store.release(request, owner).catch(() => {});
+    const released = await store.release(request, owner).catch(() => null);
+    if (released === false) throw leaseLostError(options.retryAfterSeconds);
     throw error;
   }
+  stopRenewing();
   if (outcome.response === null) {
-    await store.release(request, owner);
+    // Fix (tests/faults zombie): a request that lost its lease while frozen (GC pause, SIGSTOP) could resume in
+    // the middle of the procedure while the takeover ran it too, and fail on the overlap (the order INSERT's
+    // unique violation → 500). Its failure says nothing about the key: another request owns (or completed) it.
+    // Answer 409 like a fenced completion, so the client retries and gets the owner's result.
+    if (!(await store.release(request, owner))) throw leaseLostError(options.retryAfterSeconds);
     return { kind: 'released', result: outcome.result };
   }
   await hooks.beforeComplete?.();
@@ -142,6 +154,38 @@ export async function handleExternal<TResult>(
   if (!stored) throw leaseLostError(options.retryAfterSeconds);
   await hooks.afterComplete?.();
   return { kind: 'executed', result: outcome.result };
+}
+
+/**
+ * Renews the lease every third of it while the procedure runs (when the store can), so that a slow but live
+ * owner keeps its key. Best effort: a failed renewal only means the lease may end, which fencing covers.
+ */
+function renewLeaseWhileRunning(
+  store: IdempotencyStore<unknown>,
+  request: IdempotentRequest,
+  owner: string,
+  leaseSeconds: number,
+): () => void {
+  const renew = store.renewLease?.bind(store);
+  if (!renew) return () => {};
+  let stopped = false;
+  const timer = setInterval(
+    () => {
+      if (stopped) return;
+      renew(request, owner, leaseSeconds)
+        .then((held) => {
+          if (!held) stop();
+        })
+        .catch(() => {});
+    },
+    Math.max(100, (leaseSeconds * 1000) / 3),
+  );
+  timer.unref?.();
+  const stop = () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+  return stop;
 }
 
 /** The response a duplicate gets, or the 422 / 409 that explains why it gets none. */

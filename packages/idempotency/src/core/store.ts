@@ -36,6 +36,13 @@ export interface IdempotencyStore<TTx> {
   claim(request: ClaimRequest, tx?: TTx): Promise<ClaimResult>;
   /** Stores the response if `owner` still holds the key; false when the lease was taken over (fenced). */
   complete(key: RecordKey, owner: string, response: StoredResponse, tx?: TTx): Promise<boolean>;
+  /**
+   * Optional, external mode: extends `owner`'s live lease to now + `leaseSeconds` while its procedure runs;
+   * false when `owner` no longer holds the key (taken over, completed or released). With it, only an owner that
+   * died (or froze past a whole lease) loses its key; without it, a procedure slower than the lease is taken over
+   * while still running and the two executions overlap.
+   */
+  renewLease?(key: RecordKey, owner: string, leaseSeconds: number): Promise<boolean>;
   /** Deletes the claim if `owner` still holds it, so a retry runs again. */
   release(key: RecordKey, owner: string): Promise<boolean>;
   /** Re-reads a record (used while waiting for an in-flight duplicate). */

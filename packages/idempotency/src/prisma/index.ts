@@ -2,4 +2,5 @@
 
 export { type CleanupResult, cleanupExpiredKeys } from './cleanup.ts';
 export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
+export { withLeaseRenewal } from './lease.ts';
 export { createPrismaIdempotencyStore, type PrismaStoreOptions } from './store.ts';

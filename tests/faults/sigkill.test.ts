@@ -1,0 +1,459 @@
+/**
+ * "Prove it under faults": 3 `next start` processes of the production build against one scratch database and
+ * one provider; processes SIGKILL themselves at the idempotency lifecycle's fault points
+ * (apps/web/src/server/fault-points.ts) and clients retry across processes. After every run the invariant
+ * checker (harness/invariants.ts) looks at the orders, the provider's charges and the idempotency keys.
+ *
+ * Every protected run has a CONTROL twin with the protection off, showing the fault bites: a naive client
+ * (a fresh key per retry), a lease that never ends, or effect ids not derived from the key.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { runCleanup } from '@idem/worker/cleanup';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Cluster } from './harness/cluster.ts';
+import { checkInvariants, formatTable, type InvariantReport, type RunFigures } from './harness/invariants.ts';
+import { type Attempt, runClient, send, storm } from './harness/load.ts';
+import { armedOnce, createScenario, type Scenario, TOKEN } from './harness/scenario.ts';
+
+const LEASE_SECONDS = 2;
+let cluster: Cluster;
+let scenario: Scenario;
+const table: RunFigures[] = [];
+
+beforeAll(async () => {
+  cluster = await Cluster.start({
+    adminUrl: inject('postgresAdminUrl'),
+    processes: 3,
+    env: { IDEM_LEASE_SECONDS: String(LEASE_SECONDS) },
+  });
+  scenario = await createScenario(cluster, 'sigkill');
+});
+
+afterAll(async () => {
+  if (table.length > 0)
+    console.log(`\nfault suite (3 × next start, lease ${LEASE_SECONDS} s)\n${formatTable(table)}\n`);
+  await cluster?.close();
+});
+
+const urls = () => cluster.urls();
+
+async function report(attempts: Attempt[], label: string, runs = 1): Promise<InvariantReport> {
+  const checked = await checkInvariants(cluster.db, attempts, { label, runs });
+  table.push(checked.figures);
+  const f = checked.figures;
+  console.log(
+    `[faults] ${label}: requests=${f.requests} duplicates(orders/charges)=${f.duplicateOrders}/${f.duplicateCharges} ` +
+      `lostAcks=${f.lostAcks} stuckKeys=${f.stuckKeys} 5xx=${f.responses5xx} 409=${f.conflicts409} 429=${f.tooMany429} ` +
+      `noResponse=${f.noResponse} unanswered=${f.unanswered} executions=${f.executions}`,
+  );
+  return checked;
+}
+
+function expectClean(checked: InvariantReport) {
+  expect(checked.violations).toEqual([]);
+  expect(checked.figures.unanswered).toBe(0);
+}
+
+/** Sends one request to process #index that is expected to die under it; waits for the exit. */
+async function sendIntoFault(index: number, key: string, intent: string): Promise<Attempt> {
+  const node = cluster.node(index);
+  const sent = await send({
+    baseUrl: node.url,
+    node: index,
+    token: TOKEN,
+    key,
+    intent,
+    input: scenario.input(intent),
+  });
+  expect(sent.status, `process #${index} should have died under the request (${sent.body})`).toBe(0);
+  expect(await cluster.waitForExit(index)).toBe(true);
+  return sent;
+}
+
+async function keyRow(key: string) {
+  const rows = await cluster.db.$queryRaw<
+    Array<{ state: string; response: string | null; lease_live: boolean }>
+  >`
+    select state, response, coalesce(locked_until > now(), false) as lease_live
+    from idempotency_keys where key = ${key}`;
+  return rows[0] ?? null;
+}
+
+describe('idempotency under SIGKILL, 3 processes, one database', () => {
+  it('50 parallel same-key requests over 3 processes: one order, one charge, identical answers', async () => {
+    const intent = scenario.intent();
+    const key = randomUUID();
+    const attempts = await storm(50, (i) => ({
+      urls,
+      token: TOKEN,
+      intent,
+      key,
+      firstNode: i % 3,
+      input: scenario.input(intent),
+    }));
+    const checked = await report(attempts, 'parallel-50 (protected)');
+    expectClean(checked);
+    expect(checked.figures.executions).toBe(1);
+    expect(attempts.filter((a) => a.status === 200).length).toBe(50);
+
+    // CONTROL: the same 50 clients without a shared key (what a client without Idempotency-Key support does).
+    const controlIntent = scenario.intent();
+    const control = await storm(50, (i) => ({
+      urls,
+      token: TOKEN,
+      intent: controlIntent,
+      firstNode: i % 3,
+      input: scenario.input(controlIntent),
+    }));
+    const controlChecked = await report(control, 'parallel-50 CONTROL (a key per request)');
+    expect(controlChecked.figures.duplicateCharges).toBe(49);
+  }, 60_000);
+
+  it('SIGKILL after COMMIT, before the reply (after-complete) → restart → the retry replays; one effect', async () => {
+    const runs = 2;
+    const attempts: Attempt[] = [];
+    for (let run = 0; run < runs; run += 1) {
+      await cluster.restartNode(0, armedOnce('after-complete'));
+      const intent = scenario.intent();
+      const key = randomUUID();
+      attempts.push(await sendIntoFault(0, key, intent));
+      expect((await keyRow(key))?.state).toBe('completed'); // the write was committed, the ack was lost
+      await cluster.startNode(0, cluster.node(0).env); // same env: the once-marker keeps it from firing again
+      const retry = await runClient({
+        urls,
+        token: TOKEN,
+        intent,
+        key,
+        firstNode: 0,
+        input: scenario.input(intent),
+      });
+      expect(retry.at(-1)).toMatchObject({ status: 200, replayed: true, node: 0 });
+      attempts.push(...retry);
+    }
+    const checked = await report(attempts, 'after-complete (protected)', runs);
+    expectClean(checked);
+
+    // CONTROL: the naive client retries the lost ack under a fresh key.
+    const control: Attempt[] = [];
+    for (let run = 0; run < runs; run += 1) {
+      await cluster.restartNode(0, armedOnce('after-complete'));
+      const intent = scenario.intent();
+      control.push(await sendIntoFault(0, randomUUID(), intent));
+      await cluster.startNode(0, cluster.node(0).env);
+      control.push(
+        ...(await runClient({
+          urls,
+          token: TOKEN,
+          intent,
+          naive: true,
+          firstNode: 0,
+          input: scenario.input(intent),
+        })),
+      );
+    }
+    const controlChecked = await report(control, 'after-complete CONTROL (naive retry)', runs);
+    expect(controlChecked.figures.duplicateCharges).toBe(runs);
+    await cluster.restartNode(0, {});
+  }, 90_000);
+
+  it('SIGKILL after the claim (after-claim) → 409 + Retry-After within the lease, then exactly one takeover', async () => {
+    const runs = 2;
+    const attempts: Attempt[] = [];
+    for (let run = 0; run < runs; run += 1) {
+      await cluster.restartNode(0, armedOnce('after-claim'));
+      const intent = scenario.intent();
+      const key = randomUUID();
+      attempts.push(await sendIntoFault(0, key, intent));
+      const restarted = cluster.startNode(0, {});
+      const early = await send({
+        baseUrl: cluster.node(1).url,
+        node: 1,
+        token: TOKEN,
+        key,
+        intent,
+        input: scenario.input(intent),
+      });
+      expect(early.status).toBe(409);
+      expect(early.retryAfter).toMatch(/^\d+$/);
+      attempts.push(early);
+      await sleep(LEASE_SECONDS * 1000 + 200);
+      await restarted;
+      const retries = await storm(10, (i) => ({
+        urls,
+        token: TOKEN,
+        intent,
+        key,
+        firstNode: i % 3,
+        input: scenario.input(intent),
+      }));
+      expect(retries.filter((a) => a.status === 200 && !a.replayed)).toHaveLength(1); // one takeover
+      attempts.push(...retries);
+    }
+    const checked = await report(attempts, 'after-claim (protected)', runs);
+    expectClean(checked);
+    expect(checked.figures.executions).toBe(runs);
+
+    // CONTROL: a claim without a (short) lease — the dead owner's key is never taken over: a stuck key and a
+    // client that never gets its answer.
+    await cluster.restartNode(0, armedOnce('after-claim', { IDEM_LEASE_SECONDS: '3600' }));
+    const intent = scenario.intent();
+    const key = randomUUID();
+    const control = [await sendIntoFault(0, key, intent)];
+    const restarted = cluster.startNode(0, {});
+    control.push(
+      ...(await runClient({
+        urls,
+        token: TOKEN,
+        intent,
+        key,
+        firstNode: 1,
+        input: scenario.input(intent),
+        deadlineMs: (LEASE_SECONDS + 2) * 1000,
+      })),
+    );
+    await restarted;
+    const controlChecked = await report(control, 'after-claim CONTROL (no lease expiry)');
+    const row = await keyRow(key);
+    expect(row).toMatchObject({ state: 'processing', lease_live: true });
+    controlChecked.figures.stuckKeys = 1; // its owner is dead: stuck until the (1 h) lease ends
+    expect(controlChecked.figures.unanswered).toBe(1);
+    await cluster.db.$executeRaw`delete from idempotency_keys where key = ${key}`;
+  }, 90_000);
+
+  it('SIGKILL between the charge and the completion (before-complete) → takeover after the lease; one charge', async () => {
+    const runs = 2;
+    const attempts: Attempt[] = [];
+    for (let run = 0; run < runs; run += 1) {
+      await cluster.restartNode(0, armedOnce('before-complete'));
+      const intent = scenario.intent();
+      const key = randomUUID();
+      attempts.push(await sendIntoFault(0, key, intent));
+      const restarted = cluster.startNode(0, {});
+      expect((await keyRow(key))?.state).toBe('processing');
+      await sleep(LEASE_SECONDS * 1000 + 200);
+      await restarted;
+      const retries = await storm(10, (i) => ({
+        urls,
+        token: TOKEN,
+        intent,
+        key,
+        firstNode: i % 3,
+        input: scenario.input(intent),
+      }));
+      expect(retries.filter((a) => a.status === 200 && !a.replayed)).toHaveLength(1);
+      attempts.push(...retries);
+    }
+    const checked = await report(attempts, 'before-complete (protected)', runs);
+    expectClean(checked);
+
+    // CONTROL: the same fault with effect ids NOT derived from the key (a fresh order id, so a fresh provider
+    // key, per attempt): the takeover charges the card again.
+    const perAttempt = { IDEM_TEST_EFFECT_ID_PER_ATTEMPT: '1' };
+    await Promise.all([
+      cluster.restartNode(0, armedOnce('before-complete', perAttempt)),
+      cluster.restartNode(1, perAttempt),
+    ]);
+    const intent = scenario.intent();
+    const key = randomUUID();
+    const control = [await sendIntoFault(0, key, intent)];
+    await sleep(LEASE_SECONDS * 1000 + 200);
+    control.push(
+      ...(await runClient({
+        urls,
+        token: TOKEN,
+        intent,
+        key,
+        firstNode: 1,
+        maxAttempts: 1,
+        input: scenario.input(intent),
+      })),
+    );
+    const controlChecked = await report(control, 'before-complete CONTROL (effect id per attempt)');
+    expect(controlChecked.figures.duplicateCharges).toBe(1);
+    await Promise.all([cluster.startNode(0, {}), cluster.restartNode(1, {})]);
+  }, 90_000);
+
+  it('zombie: an owner frozen (SIGSTOP) past its lease resumes after the takeover and changes nothing (409)', async () => {
+    await cluster.setProviderKnobs({ latencyMs: 1_000 });
+    try {
+      const intent = scenario.intent();
+      const key = randomUUID();
+      const input = scenario.input(intent);
+      const zombie = send({ baseUrl: cluster.node(0).url, node: 0, token: TOKEN, key, intent, input });
+      // Freeze the owner once its order is reserved (committed, no transaction open): it is then waiting on the
+      // provider. Frozen inside the reservation it would hold the product row lock, and the takeover would wait.
+      for (let polls = 0; ; polls += 1) {
+        const reserved = await cluster.db.order.count({ where: { email: intent } });
+        if (reserved > 0) break;
+        if (polls > 400) throw new Error('the owner never reserved its order');
+        await sleep(25);
+      }
+      cluster.pauseNode(0);
+      let takeover: Attempt;
+      try {
+        await sleep(LEASE_SECONDS * 1000 + 500); // no renewal from a frozen process: the lease ends
+        takeover = await send({ baseUrl: cluster.node(1).url, node: 1, token: TOKEN, key, intent, input });
+      } finally {
+        cluster.resumeNode(0);
+      }
+      const zombieAnswer = await zombie;
+      expect(zombieAnswer.status).toBe(409);
+      expect(takeover).toMatchObject({ status: 200, replayed: false });
+      const stored = JSON.parse((await keyRow(key))?.response ?? '{}') as { body?: string };
+      expect(JSON.parse(takeover.body)).toEqual({ result: { data: JSON.parse(stored.body ?? 'null') } });
+      await cluster.setProviderKnobs({ latencyMs: 0 });
+      const replay = await send({ baseUrl: cluster.node(2).url, node: 2, token: TOKEN, key, intent, input });
+      expect(replay).toMatchObject({ status: 200, replayed: true, body: takeover.body });
+      const checked = await report([zombieAnswer, takeover, replay], 'zombie, frozen owner (protected)');
+      expectClean(checked);
+
+      // CONTROL: the naive client gives up on the slow request and retries under a fresh key.
+      await cluster.setProviderKnobs({ latencyMs: (LEASE_SECONDS + 1) * 1000 });
+      const controlIntent = scenario.intent();
+      const controlInput = scenario.input(controlIntent);
+      const base = { token: TOKEN, intent: controlIntent, input: controlInput };
+      const first = await send({
+        ...base,
+        baseUrl: cluster.node(0).url,
+        node: 0,
+        key: randomUUID(),
+        timeoutMs: LEASE_SECONDS * 1000 + 300,
+      });
+      const second = await send({ ...base, baseUrl: cluster.node(1).url, node: 1, key: randomUUID() });
+      await sleep(1_000); // the abandoned first request finishes on the server
+      const controlChecked = await report([first, second], 'zombie CONTROL (naive retry)');
+      expect(controlChecked.figures.duplicateCharges).toBe(1);
+    } finally {
+      await cluster.resetProviderKnobs();
+    }
+  }, 60_000);
+
+  it('a live owner slower than its lease renews it: the retry gets 409, one execution (control: overtaken)', async () => {
+    await cluster.setProviderKnobs({ latencyMs: (LEASE_SECONDS + 1) * 1000 });
+    try {
+      const slowOwner = async (label: string) => {
+        const intent = scenario.intent();
+        const key = randomUUID();
+        const input = scenario.input(intent);
+        const owner = send({ baseUrl: cluster.node(0).url, node: 0, token: TOKEN, key, intent, input });
+        await sleep(LEASE_SECONDS * 1000 + 500);
+        const retry = await send({ baseUrl: cluster.node(1).url, node: 1, token: TOKEN, key, intent, input });
+        const answered = await owner;
+        const checked = await report([answered, retry], label);
+        return { owner: answered, retry, checked };
+      };
+      const protectedRun = await slowOwner('slow live owner (protected: lease renewed)');
+      expect(protectedRun.retry.status).toBe(409);
+      expect(protectedRun.owner).toMatchObject({ status: 200, replayed: false });
+      expectClean(protectedRun.checked);
+
+      // CONTROL: without renewal the lease ends under the running owner; the retry takes over and runs the
+      // procedure a second time, concurrently (fenced: the owner's own completion is refused with 409).
+      await cluster.restartNode(0, { IDEM_TEST_NO_LEASE_RENEWAL: '1' });
+      const control = await slowOwner('slow live owner CONTROL (no renewal)');
+      expect(control.retry).toMatchObject({ status: 200, replayed: false });
+      expect(control.owner.status).toBe(409);
+      console.log('[faults] slow live owner CONTROL: 2 overlapping executions of one intent');
+    } finally {
+      await cluster.resetProviderKnobs();
+      await cluster.restartNode(0, {});
+    }
+  }, 60_000);
+
+  it('cleanup racing retries of expired keys: every answer is a replay or one fresh execution, never a 500', async () => {
+    const keys = 20;
+    const intents = Array.from({ length: keys }, () => ({ intent: scenario.intent(), key: randomUUID() }));
+    const first = await Promise.all(
+      intents.map(({ intent, key }, i) =>
+        runClient({
+          urls,
+          token: scenario.tokenFor(i),
+          intent,
+          key,
+          firstNode: i % 3,
+          input: scenario.input(intent),
+        }),
+      ),
+    );
+    const keyList = intents.map(({ key }) => key);
+    await cluster.db
+      .$executeRaw`update idempotency_keys set expires_at = now() - interval '1 minute' where key = any(${keyList})`;
+
+    let stop = false;
+    let cleanups = 0;
+    let deleted = 0;
+    const cleaner = (async () => {
+      while (!stop) {
+        const summary = await runCleanup(cluster.db, { batchSize: 3 });
+        cleanups += 1;
+        deleted += summary.idempotencyKeys.deleted;
+      }
+    })();
+    const race = await storm(keys * 5, (i) => {
+      const { intent, key } = intents[i % keys] ?? { intent: '', key: '' };
+      return {
+        urls,
+        token: scenario.tokenFor(i % keys),
+        intent,
+        key,
+        firstNode: i % 3,
+        input: scenario.input(intent),
+      };
+    });
+    stop = true;
+    await cleaner;
+    const checked = await report(
+      [...first.flat(), ...race],
+      `cleanup race (protected, ${cleanups} cleanups, ${deleted} deleted)`,
+    );
+    expectClean(checked);
+    const freshPerKey = new Map<string, number>();
+    for (const attempt of race) {
+      expect([200, 409]).toContain(attempt.status);
+      if (attempt.status === 200 && !attempt.replayed)
+        freshPerKey.set(attempt.key, (freshPerKey.get(attempt.key) ?? 0) + 1);
+    }
+    expect(Math.max(0, ...freshPerKey.values())).toBeLessThanOrEqual(1);
+    expect(cleanups).toBeGreaterThan(0);
+
+    // CONTROL: a cleanup that ignores expiry and leases (deletes the keys' rows while they run): the same key
+    // runs concurrently in several processes.
+    await cluster.setProviderKnobs({ latencyMs: 300 });
+    try {
+      const controlIntents = Array.from({ length: 10 }, () => ({
+        intent: scenario.intent(),
+        key: randomUUID(),
+      }));
+      const controlKeys = controlIntents.map(({ key }) => key);
+      let stopControl = false;
+      const naiveCleaner = (async () => {
+        while (!stopControl) {
+          await cluster.db.$executeRaw`delete from idempotency_keys where key = any(${controlKeys})`;
+          await sleep(5);
+        }
+      })();
+      const control = await storm(50, (i) => {
+        const { intent, key } = controlIntents[i % 10] ?? { intent: '', key: '' };
+        return {
+          urls,
+          token: scenario.tokenFor(i % 10),
+          intent,
+          key,
+          firstNode: i % 3,
+          input: scenario.input(intent),
+        };
+      });
+      stopControl = true;
+      await naiveCleaner;
+      const controlChecked = await report(control, 'cleanup race CONTROL (cleanup ignores leases)');
+      const doubleRuns = controlChecked.figures.executions - controlIntents.length;
+      console.log(`[faults] cleanup race CONTROL: ${doubleRuns} extra executions of a running key`);
+      expect(
+        doubleRuns + controlChecked.figures.responses5xx + controlChecked.figures.nonIdenticalReplays,
+      ).toBeGreaterThan(0);
+    } finally {
+      await cluster.resetProviderKnobs();
+    }
+  }, 90_000);
+});
