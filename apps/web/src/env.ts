@@ -17,6 +17,8 @@ const schema = z.object({
    * (see server/test-hooks.ts). Never set in production.
    */
   IDEM_TEST_HOOKS: z.enum(['0', '1']).default('0'),
+  /** Benchmark-only: `1` mounts the `bench.*` procedures (scripts/bench/run.ts). Never set in production. */
+  IDEM_BENCH_ROUTES: z.enum(['0', '1']).default('0'),
   SESSION_SECRET: isProduction
     ? z.string().min(32, 'SESSION_SECRET must be at least 32 characters')
     : z.string().min(32).default(DEV_SESSION_SECRET),

@@ -1,4 +1,6 @@
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
+import { env } from '~/env';
+import { benchRouter } from './routers/bench.ts';
 import { catalogRouter } from './routers/catalog.ts';
 import { checkoutRouter } from './routers/checkout.ts';
 import { ordersRouter } from './routers/orders.ts';
@@ -8,6 +10,8 @@ export const appRouter = createTRPCRouter({
   catalog: catalogRouter,
   checkout: checkoutRouter,
   orders: ordersRouter,
+  // Benchmark-only (IDEM_BENCH_ROUTES=1, scripts/bench/run.ts): absent from the router otherwise.
+  ...(env.IDEM_BENCH_ROUTES === '1' ? { bench: benchRouter } : {}),
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,0 +1,35 @@
+/**
+ * Benchmark-only procedures (`pnpm bench`, scripts/bench/run.ts), mounted only when IDEM_BENCH_ROUTES=1.
+ * Both run the SAME handler body in ONE interactive transaction: the only difference is the middleware.
+ * The table `bench_effects` is created by the bench harness with raw SQL, not by a migration.
+ */
+import { z } from 'zod';
+import { idempotency } from '../idempotency.ts';
+import { createTRPCRouter, principalProcedure } from '../trpc.ts';
+
+const benchInput = z.object({ n: z.number().int() });
+
+interface SqlRunner {
+  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): PromiseLike<T>;
+}
+
+/** The effect: one row. `id` as a number (a bigserial far below 2^53 here) so both procedures return plain JSON. */
+async function insertEffect(tx: SqlRunner, n: number): Promise<{ id: number; at: Date }> {
+  const rows = await tx.$queryRawUnsafe<Array<{ id: bigint | number; at: Date }>>(
+    'insert into bench_effects (n) values ($1) returning id, at',
+    n,
+  );
+  const row = rows[0];
+  if (!row) throw new Error('bench_effects: insert returned no row');
+  return { id: Number(row.id), at: row.at };
+}
+
+export const benchRouter = createTRPCRouter({
+  unprotected: principalProcedure
+    .input(benchInput)
+    .mutation(({ ctx, input }) => ctx.db.$transaction((tx) => insertEffect(tx, input.n))),
+  protected: principalProcedure
+    .concat(idempotency.transactional())
+    .input(benchInput)
+    .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
+});
