@@ -13,6 +13,8 @@ import superjson from 'superjson';
 import type { Principal } from './auth/principal.ts';
 import { db } from './db.ts';
 import { faultHooks, leaseRenewalDisabled, testLeaseSeconds } from './fault-points.ts';
+import { logIdempotencyEvent } from './observability/log.ts';
+import { recordIdempotencyEvent } from './observability/metrics.ts';
 import type { Context } from './trpc.ts';
 
 type AuthedContext = Context & { principal: Principal };
@@ -27,6 +29,10 @@ export const idempotency = createIdempotency<AuthedContext, PrismaTransactionLik
   getRequestHeaders: (ctx) => ctx.headers,
   getResponseHeaders: (ctx) => ctx.resHeaders,
   isBatched: (ctx) => ctx.isBatch,
+  onEvent(event) {
+    recordIdempotencyEvent(event);
+    logIdempotencyEvent(event);
+  },
   // Test-only (IDEM_TEST_HOOKS=1, see fault-points.ts): a short lease and SIGKILL fault points for
   // tests/faults. Both are undefined in production, which keeps the library's defaults and skips every hook.
   ...(testLeaseSeconds === undefined ? {} : { defaults: { leaseSeconds: testLeaseSeconds } }),

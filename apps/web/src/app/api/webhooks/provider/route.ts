@@ -7,6 +7,7 @@ import { enqueueFulfilment, prismaTransactionDb } from '@idem/jobs';
 import { env } from '~/env';
 import { db } from '~/server/db';
 import { jobQueue } from '~/server/jobs';
+import { metrics } from '~/server/observability/metrics';
 import { handleProviderEvent } from '~/server/webhooks/handle-provider-event';
 import { providerEventSchema } from '~/server/webhooks/provider-event';
 import { SIGNATURE_HEADER, verifySignature } from '~/server/webhooks/signature';
@@ -42,5 +43,9 @@ export async function POST(request: Request) {
     },
     event.data,
   );
+  metrics.webhookEvents.inc({
+    type: event.data.type,
+    result: outcome.duplicate ? 'duplicate' : outcome.effect === 'ignored' ? 'ignored' : 'applied',
+  });
   return Response.json({ received: true, ...outcome });
 }
