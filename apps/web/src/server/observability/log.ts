@@ -6,10 +6,11 @@ import type { IdempotencyEvent } from '@idem/idempotency/trpc';
 import pino from 'pino';
 
 const cache = globalThis as unknown as { idemLogger?: pino.Logger };
-export const logger = (cache.idemLogger ??= pino({
+cache.idemLogger ??= pino({
   name: 'idem-web',
   level: process.env.LOG_LEVEL ?? (process.env.NODE_ENV === 'test' ? 'silent' : 'info'),
-}));
+});
+export const logger = cache.idemLogger;
 
 export function logIdempotencyEvent(event: IdempotencyEvent) {
   logger.info(

@@ -33,7 +33,8 @@ function createMetrics() {
 }
 
 const cache = globalThis as unknown as { idemMetrics?: ReturnType<typeof createMetrics> };
-export const metrics = (cache.idemMetrics ??= createMetrics());
+cache.idemMetrics ??= createMetrics();
+export const metrics = cache.idemMetrics;
 
 export function recordIdempotencyEvent(event: IdempotencyEvent) {
   const labels = { procedure: event.procedure, outcome: event.outcome };
