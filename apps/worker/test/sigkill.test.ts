@@ -135,9 +135,11 @@ describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process'
     const result = await sigkillRun({ killAfter: 'shipment', dedupe: true, expectReceipts: 1 });
     report('kill after shipment, dedupe on', result);
 
-    // At the kill: shipped, no receipt yet, the job still `active` (nobody acknowledged it).
+    // At the kill: shipped, no receipt yet, the job not acknowledged: still `active`, or already `retry` when
+    // pg-boss' maintenance (every 1 s here) expired it during the pause on a loaded machine — seen in CI.
     expect(result.atKill).toMatchObject({ status: 'shipped', shipments: 1, receipts: [] });
-    expect(result.jobAtKill).toMatchObject({ state: 'active', retry_count: 0 });
+    expect(['active', 'retry']).toContain(result.jobAtKill?.state);
+    expect(result.jobAtKill).toMatchObject({ retry_count: 0 });
     // After the redelivery.
     expect(result.job.retry_count).toBe(1);
     expect(result.after.status).toBe('shipped');
