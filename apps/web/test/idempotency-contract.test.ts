@@ -307,7 +307,7 @@ describe('Idempotency-Key contract over real HTTP (POST /api/trpc/checkout.place
       expect(charges[0]?.status).toBe('failed');
       const order = await db.order.findUniqueOrThrow({ where: { id: orderId } });
       expect(order.status).toBe('payment_failed');
-      expect((await keyRow(aliceScope, key))?.replay_count).toBe(1);
+      await expect.poll(async () => (await keyRow(aliceScope, key))?.replay_count).toBe(1);
     });
 
     it('quantity above stock → 422 out_of_stock, stored and replayed byte-identically; no order, no charge', async () => {
@@ -516,7 +516,7 @@ describe('Idempotency-Key contract over real HTTP (POST /api/trpc/checkout.place
     expect(reordered.headers.get('idempotent-replayed')).toBe('true');
     expect(reordered.text).toBe(first.text);
     expect(await chargesFor(orderOf(first).id)).toHaveLength(1);
-    expect((await keyRow(aliceScope, key))?.replay_count).toBe(1);
+    await expect.poll(async () => (await keyRow(aliceScope, key))?.replay_count).toBe(1);
   });
 
   it('row 8 — same key, different input → 422 UNPROCESSABLE_CONTENT, nothing changed', async () => {
@@ -759,7 +759,9 @@ describe('50 parallel calls of one intent', () => {
     expect(payments).toBe(1);
     expect(charges.map((charge) => charge.status)).toEqual(['succeeded']);
     expect(orders[0]?.payment?.providerChargeId).toBe(charges[0]?.id);
-    expect((await keyRow(aliceScope, key))?.replay_count).toBe(replayed.length + retried.length);
+    await expect
+      .poll(async () => (await keyRow(aliceScope, key))?.replay_count)
+      .toBe(replayed.length + retried.length);
   });
 
   it('CONTROL: the same storm without the middleware creates more than one order and charge', async () => {

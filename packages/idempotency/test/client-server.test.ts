@@ -73,14 +73,14 @@ function setup() {
   };
 
   const delays: number[] = [];
-  let onSleep: () => void = () => {};
+  let onSleep: () => void | Promise<void> = () => {};
   const client = createTRPCClient<typeof router>({
     links: [
       idempotentRetryLink({
         random: () => 1,
         sleep: async (ms) => {
           delays.push(ms);
-          onSleep();
+          await onSleep();
         },
       }),
       httpLink({
@@ -113,7 +113,7 @@ function setup() {
     setGate: (promise: Promise<void> | null) => {
       gate = promise;
     },
-    onSleep: (callback: () => void) => {
+    onSleep: (callback: () => void | Promise<void>) => {
       onSleep = callback;
     },
   };
@@ -156,8 +156,11 @@ describe('client link × real idempotency middleware', () => {
       context: { idempotencyKey: shop.context.idempotencyKey },
     });
     await waitUntil(() => shop.executions() === 1);
-    // The first request completes while the duplicate waits Retry-After.
-    shop.onSleep(() => gate.resolve());
+    // The first request completes while the duplicate waits Retry-After (the wait ends once it has).
+    shop.onSleep(async () => {
+      gate.resolve();
+      await first;
+    });
 
     const duplicate = await shop.client.checkout.placeOrder.mutate(input, { context: shop.context });
 

@@ -379,7 +379,7 @@ describe('transaction', () => {
     });
   });
 
-  it('a rolled-back claim leaves the key free; a savepoint rollback keeps the claim', async () => {
+  it('a rolled-back claim leaves the key free', async () => {
     const rolledBack = claimRequest();
     await expect(
       store.transaction(
@@ -391,28 +391,110 @@ describe('transaction', () => {
       ),
     ).rejects.toThrow('boom');
     expect(await store.find(keyOf(rolledBack))).toBeNull();
+  });
 
-    const kept = claimRequest();
-    const table = uniqueTableName('effects');
-    await db.$executeRawUnsafe(`create table "${table}" (id int primary key)`);
+  it("the claim sets the transaction's lock_timeout itself, for that transaction only", async () => {
+    const request = claimRequest();
+    const [inside] = await store.transaction(
+      async (tx) => {
+        await store.claim(request, tx);
+        return tx.$queryRawUnsafe<Array<{ lock_timeout: string }>>(
+          `select current_setting('lock_timeout') as lock_timeout`,
+        );
+      },
+      { lockTimeoutMs: 1_234, timeoutMs: 5_000 },
+    );
+    expect(inside?.lock_timeout).toBe('1234ms');
+    const [after] = await db.$queryRawUnsafe<Array<{ lock_timeout: string }>>(
+      `select current_setting('lock_timeout') as lock_timeout`,
+    );
+    expect(after?.lock_timeout).toBe('0');
+  });
+});
+
+describe('claim with a response (a stored error recorded after its rollback)', () => {
+  const declined: StoredResponse = {
+    kind: 'error',
+    httpStatus: 402,
+    code: 'PAYMENT_REQUIRED',
+    message: 'Declined',
+  };
+
+  it('inserts the key already completed, without a lease', async () => {
+    const request = claimRequest({ response: declined });
+    expect(await store.claim(request)).toEqual({ claimed: true, takeover: false });
+    expect(await store.find(keyOf(request))).toMatchObject({
+      state: 'completed',
+      response: declined,
+      leaseOwner: null,
+      leaseActive: false,
+    });
+  });
+
+  it('never overwrites a live key: returns it instead', async () => {
+    const first = claimRequest();
+    await store.claim(first);
+    await store.complete(keyOf(first), first.owner, output);
+    const late = await store.claim({ ...first, owner: randomUUID(), response: declined });
+    expect(late).toMatchObject({ claimed: false, record: { state: 'completed', response: output } });
+  });
+});
+
+describe('replay read', () => {
+  it('takes no row lock: a duplicate of a completed key answers while another transaction locks the row (control: ON CONFLICT DO UPDATE … WHERE false waits)', async () => {
+    const request = claimRequest();
+    await store.claim(request);
+    await store.complete(keyOf(request), request.owner, output);
+    const locked = deferred();
+    const release = deferred();
+    const holder = db.$transaction(
+      async (tx) => {
+        await tx.$queryRawUnsafe(
+          'select 1 from idempotency_keys where scope = $1 and procedure = $2 and key = $3 for update',
+          request.scope,
+          request.procedure,
+          request.key,
+        );
+        locked.resolve();
+        await release.promise;
+      },
+      { timeout: 10_000 },
+    );
+    await locked.promise;
     try {
-      await store.transaction(
-        async (tx) => {
-          await store.claim(kept, tx);
-          await store.savepoint(tx);
-          await tx.$executeRawUnsafe(`insert into "${table}" values (1)`);
-          await store.rollbackToSavepoint(tx);
-          await store.complete(kept, kept.owner, output, tx);
+      const duplicate = await store.transaction(
+        (tx) => store.claim({ ...request, owner: randomUUID() }, tx),
+        {
+          lockTimeoutMs: 300,
+          timeoutMs: 5_000,
         },
-        { lockTimeoutMs: 1_000, timeoutMs: 5_000 },
       );
-      expect((await store.find(keyOf(kept)))?.state).toBe('completed');
-      const [effects] = await db.$queryRawUnsafe<Array<{ n: number }>>(
-        `select count(*)::int as n from "${table}"`,
-      );
-      expect(effects?.n).toBe(0);
+      expect(duplicate).toMatchObject({ claimed: false, record: { state: 'completed', response: output } });
+
+      // Control: the claim as it was written before (the conflict arm locks the row even when its WHERE is
+      // false) waits for the holder and gives up at the lock timeout.
+      const control = await db
+        .$transaction(async (tx) => {
+          await tx.$executeRawUnsafe('set local lock_timeout = 300');
+          return tx.$queryRawUnsafe(
+            `insert into idempotency_keys as k (scope, procedure, key, fingerprint, state, created_at, expires_at)
+             values ($1, $2, $3, $4, 'processing', now(), now() + interval '1 hour')
+             on conflict (scope, procedure, key) do update set state = excluded.state where false
+             returning 1`,
+            request.scope,
+            request.procedure,
+            request.key,
+            request.fingerprint,
+          );
+        })
+        .then(
+          () => null,
+          (error: unknown) => error,
+        );
+      expect(store.isLockTimeout(control)).toBe(true);
     } finally {
-      await db.$executeRawUnsafe(`drop table "${table}"`);
+      release.resolve();
+      await holder;
     }
   });
 });

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { inFlightCapOf, type ResolvedOptions } from './config.ts';
 import { inProgressError, keyReusedError, leaseLostError } from './errors.ts';
 import { type IdempotencyRecord, RecordState, type StoredResponse } from './record.ts';
-import type { IdempotencyStore } from './store.ts';
+import type { ClaimRequest, IdempotencyStore } from './store.ts';
 
 export interface IdempotentRequest {
   scope: string;
@@ -47,7 +47,11 @@ export interface FaultHooks {
   afterComplete?(): void | Promise<void>;
 }
 
-/** Transactional mode: the claim, the procedure's writes and the response commit together, or not at all. */
+/**
+ * Transactional mode: the claim, the procedure's writes and the response commit together, or not at all.
+ * Round trips added to the procedure's own transaction: the claim (which also sets the lock timeout, and which
+ * returns the live record for a duplicate) and the completion — no SAVEPOINT, no SET LOCAL.
+ */
 export async function handleTransactional<TTx, TResult>(
   store: IdempotencyStore<TTx>,
   options: ResolvedOptions,
@@ -56,44 +60,77 @@ export async function handleTransactional<TTx, TResult>(
   hooks: FaultHooks = {},
 ): Promise<HandledRequest<TResult>> {
   const owner = randomUUID();
+  const transactionOptions = {
+    lockTimeoutMs: options.lockTimeoutMs,
+    timeoutMs: options.transactionTimeoutMs,
+  };
+  const claimRequest = {
+    ...request,
+    owner,
+    leaseSeconds: Math.ceil(options.transactionTimeoutMs / 1000),
+    retentionSeconds: options.retentionSeconds,
+    inFlightCap: inFlightCapOf(options),
+  };
   let handled: HandledRequest<TResult>;
   try {
-    handled = await store.transaction(
-      async (tx) => {
-        const claim = await store.claim(
-          {
-            ...request,
-            owner,
-            leaseSeconds: Math.ceil(options.transactionTimeoutMs / 1000),
-            retentionSeconds: options.retentionSeconds,
-            inFlightCap: inFlightCapOf(options),
-          },
-          tx,
-        );
-        if (!claim.claimed)
-          return { kind: 'replayed', response: storedResponseOf(claim.record, request, options) };
-        await hooks.afterClaim?.();
+    handled = await store.transaction(async (tx) => {
+      const claim = await store.claim(claimRequest, tx);
+      if (!claim.claimed)
+        return { kind: 'replayed', response: storedResponseOf(claim.record, request, options) };
+      await hooks.afterClaim?.();
 
-        await store.savepoint(tx);
-        const outcome = await run(tx);
-        // Not storable: roll everything back, the claim included, so the key is free for a retry.
-        if (outcome.response === null) throw new ReleaseKey(outcome.result);
-        // A stored error keeps the claim and the error, but none of the procedure's partial writes.
-        if (outcome.response.kind === 'error') await store.rollbackToSavepoint(tx);
-        await store.complete(request, owner, outcome.response, tx);
-        return { kind: 'executed', result: outcome.result };
-      },
-      { lockTimeoutMs: options.lockTimeoutMs, timeoutMs: options.transactionTimeoutMs },
-    );
+      const outcome = await run(tx);
+      // Not storable: roll everything back, the claim included, so the key is free for a retry.
+      if (outcome.response === null) throw new RollBack(outcome.result, null);
+      // A stored error keeps none of the procedure's writes: roll them back with the claim, then record the
+      // error on its own (below).
+      if (outcome.response.kind === 'error') throw new RollBack(outcome.result, outcome.response);
+      await store.complete(request, owner, outcome.response, tx);
+      return { kind: 'executed', result: outcome.result };
+    }, transactionOptions);
   } catch (error) {
-    if (error instanceof ReleaseKey) return { kind: 'released', result: error.result as TResult };
-    // The first request's transaction held the key longer than we may wait.
+    if (error instanceof RollBack) {
+      if (!error.response) return { kind: 'released', result: error.result as TResult };
+      handled = await recordStoredError(store, options, claimRequest, error, transactionOptions);
+    } else if (store.isLockTimeout(error)) {
+      // The first request's transaction held the key longer than we may wait.
+      throw inProgressError(options.retryAfterSeconds);
+    } else throw error;
+  }
+  if (handled.kind === 'replayed') countReplay(store, request);
+  else await hooks.afterComplete?.();
+  return handled;
+}
+
+/**
+ * Records a business error after its transaction rolled back (one short transaction, one statement). Cheaper
+ * than a SAVEPOINT on every request, at one cost: between the rollback and this insert, a duplicate that was
+ * waiting on the key may claim it and run the procedure itself. Then the key holds THAT run's result and this
+ * caller gets it too (a replay, or 409 while it runs), so every caller still sees the one committed outcome.
+ */
+async function recordStoredError<TTx, TResult>(
+  store: IdempotencyStore<TTx>,
+  options: ResolvedOptions,
+  claimRequest: ClaimRequest,
+  rollBack: RollBack,
+  transactionOptions: { lockTimeoutMs: number; timeoutMs: number },
+): Promise<HandledRequest<TResult>> {
+  try {
+    const claim = await store.transaction(
+      (tx) => store.claim({ ...claimRequest, response: rollBack.response ?? undefined }, tx),
+      transactionOptions,
+    );
+    if (claim.claimed) return { kind: 'executed', result: rollBack.result as TResult };
+    return { kind: 'replayed', response: storedResponseOf(claim.record, claimRequest, options) };
+  } catch (error) {
     if (store.isLockTimeout(error)) throw inProgressError(options.retryAfterSeconds);
     throw error;
   }
-  if (handled.kind === 'replayed') await store.countReplay(request).catch(() => {});
-  else await hooks.afterComplete?.();
-  return handled;
+}
+
+/** Statistics only: never awaited on the request path, and a failure is ignored. */
+function countReplay<TTx>(store: IdempotencyStore<TTx>, request: IdempotentRequest): void {
+  store.countReplay(request).catch(() => {});
 }
 
 /**
@@ -118,7 +155,7 @@ export async function handleExternal<TResult>(
   if (!claim.claimed) {
     const record = await waitWhileInFlight(store, request, claim.record, options);
     const response = storedResponseOf(record, request, options);
-    await store.countReplay(request).catch(() => {});
+    countReplay(store, request);
     return { kind: 'replayed', response };
   }
 
@@ -222,7 +259,13 @@ async function waitWhileInFlight(
   return current;
 }
 
-/** Carries a non-storable result out of the transaction callback so the transaction rolls back. */
-class ReleaseKey {
-  constructor(readonly result: unknown) {}
+/**
+ * Carries a result out of the transaction callback so the transaction rolls back: a result that is not stored
+ * (`response` null: the key is released with it), or a business error to record once its writes are gone.
+ */
+class RollBack {
+  constructor(
+    readonly result: unknown,
+    readonly response: StoredResponse | null,
+  ) {}
 }

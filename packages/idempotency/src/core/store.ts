@@ -17,6 +17,12 @@ export interface ClaimRequest extends RecordKey {
    * Absent (or `max` = Infinity): no cap.
    */
   inFlightCap?: { max: number; retryAfterSeconds: number } | undefined;
+  /**
+   * Record the key as already completed with this response (no lease): how transactional mode stores a
+   * business error after rolling back the procedure's writes. Same rules otherwise: a live row is returned,
+   * not overwritten.
+   */
+  response?: StoredResponse | undefined;
 }
 
 export type ClaimResult =
@@ -32,7 +38,11 @@ export interface TransactionOptions {
 }
 
 export interface IdempotencyStore<TTx> {
-  /** Atomically claims the key (or takes over an expired one). Inside `tx` when given. */
+  /**
+   * Atomically claims the key (or takes over an expired one), inside `tx` when given. When the key is held
+   * (live), returns the record instead; the Postgres store does both in one statement and takes no row lock
+   * to read a live record, so a replay costs one read.
+   */
   claim(request: ClaimRequest, tx?: TTx): Promise<ClaimResult>;
   /** Stores the response if `owner` still holds the key; false when the lease was taken over (fenced). */
   complete(key: RecordKey, owner: string, response: StoredResponse, tx?: TTx): Promise<boolean>;
@@ -47,12 +57,10 @@ export interface IdempotencyStore<TTx> {
   release(key: RecordKey, owner: string): Promise<boolean>;
   /** Re-reads a record (used while waiting for an in-flight duplicate). */
   find(key: RecordKey): Promise<IdempotencyRecord | null>;
+  /** Statistics only: the handler does not wait for it, and a failure is ignored. */
   countReplay(key: RecordKey): Promise<void>;
   /** Runs `fn` in one transaction whose lock waits are bounded. */
   transaction<T>(fn: (tx: TTx) => Promise<T>, options: TransactionOptions): Promise<T>;
-  /** Marks the point the procedure's own writes start, so a stored error can keep the claim but not them. */
-  savepoint(tx: TTx): Promise<void>;
-  rollbackToSavepoint(tx: TTx): Promise<void>;
   /** True when `error` is the database giving up on a lock wait (→ 409, not 500). */
   isLockTimeout(error: unknown): boolean;
   /** Deletes up to `batchSize` expired keys whose lease is not live; returns how many. */

@@ -27,7 +27,34 @@ interface RecordRow {
   replay_count: number;
 }
 
-const SAVEPOINT = 'idem_procedure';
+type ClaimParam =
+  | 'retentionSeconds'
+  | 'owner'
+  | 'leaseSeconds'
+  | 'cap'
+  | 'lockTimeout'
+  | 'response'
+  | 'httpStatus';
+type ClaimValues = Record<ClaimParam, unknown>;
+interface Statement {
+  sql: string;
+  /** The statement's parameters after the key and the fingerprint, in order. */
+  params: ClaimParam[];
+}
+interface ClaimVariant {
+  capped: boolean;
+  /** Insert the row already completed, with `request.response` (no lease). */
+  completed: boolean;
+  /** Inside a `transaction()`: set its lock_timeout in this statement. */
+  lockTimeout: boolean;
+}
+
+/** A claim's answer: `inserted` when it claimed, else the live row it found (all null when there was none). */
+type ClaimRow = { [K in keyof RecordRow]: RecordRow[K] | null } & {
+  inserted: boolean;
+  reclaimable: boolean | null;
+  at_cap: boolean;
+};
 
 export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   db: TClient,
@@ -49,92 +76,143 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     return row ? toRecord(row) : null;
   }
 
-  // Insert, or take over a row that has expired (a new request) or whose lease ended while still processing
-  // the same request (its owner died). Anything else is left alone and read afterwards.
-  const insertClaim = `
-    insert into ${table} as k
-        (scope, procedure, key, fingerprint, state, lease_owner, locked_until, created_at, expires_at, replay_count)`;
-  const claimValues = `$1, $2, $3, $4, 'processing', $5::uuid, now() + make_interval(secs => $6::double precision),
-        now(), now() + make_interval(secs => $7::double precision), 0`;
-  const onConflictSet = `
-    on conflict (scope, procedure, key) do update set
-      fingerprint = excluded.fingerprint, state = 'processing', response = null, http_status = null,
-      lease_owner = excluded.lease_owner, locked_until = excluded.locked_until,
-      created_at = now(), expires_at = excluded.expires_at,
-      replay_count = case when k.expires_at <= now() then 0 else k.replay_count end`;
+  // A row may be taken over when it has expired (a new request) or when its lease ended while still processing
+  // the same request (its owner died). Anything else is live: returned as it is, never overwritten.
   // Fix: an expired row whose lease is still live is a request still running (retention < lease): taking it
   // over would run the key twice at once. Same rule as deleteExpiredBatch.
   const expiredRow = `(k.expires_at <= now() and not (k.state = 'processing' and k.locked_until > now()))`;
-  const deadLeaseSameRequest = `(k.state = 'processing' and k.locked_until <= now() and k.fingerprint = excluded.fingerprint)`;
-
-  const claimUncapped = `${insertClaim} values (${claimValues}) ${onConflictSet}
-    where ${expiredRow} or ${deadLeaseSameRequest}
-    returning (xmax = 0) as inserted`;
+  const deadLeaseSameRequest = `(k.state = 'processing' and k.locked_until <= now() and k.fingerprint = $4)`;
+  const statements = new Map<string, Statement>();
 
   /*
-   * The per-principal cap on keys in flight, in the SAME statement as the claim: the new row is inserted only
-   * if the scope has fewer than $8 keys `processing` under a live lease. A duplicate of a key that exists goes
-   * through unconditionally (to ON CONFLICT, which replays / 409s / 422s as usual, or takes over a dead lease of
-   * the same request); only a NEW key — no row, or an expired row being reused — is subject to the cap.
+   * The claim is ONE statement on the happy paths, and it never locks a row it does not write:
+   * - `INSERT … ON CONFLICT DO NOTHING` on the primary key: the unique index alone decides who owns the key. A
+   *   first request inserts (one statement, a plan as cheap as a plain insert). DO NOTHING takes no lock on an
+   *   existing row (DO UPDATE … WHERE false would: that row write made a replay as dear as a first run).
+   * - the same statement reads the key's committed row from its snapshot (a plain MVCC read): a duplicate gets
+   *   the record back in that one round trip → replay, 409 or 422.
+   * - an expired row, or a dead lease of the same request, is taken over by a second statement, an UPDATE whose
+   *   WHERE re-checks the rule on the row as it is then (`takeover`): rare.
+   * - if another transaction inserted the key after our snapshot, the INSERT waits for it, does nothing, and our
+   *   snapshot shows no row: the caller re-reads it (rare: a true race).
+   * - `lock_timeout` (transactional mode) is set by `set_config(…, is_local => true)` in the INSERT's own row
+   *   source, so it is in force before the INSERT can wait, until the transaction ends: the `SET LOCAL` it
+   *   replaces, minus a round trip.
    *
-   * Race trade-off: the count reads this statement's snapshot, so N claims of one principal that run at the
-   * very same moment do not see each other's uncommitted rows and may overshoot the cap by up to N − 1. That is
-   * acceptable: the cap is a rate limit against one caller hogging the server (pool, provider), not a
-   * correctness guarantee — once-only execution still rests on the primary key alone, which this does not
-   * touch. An exact cap would need a per-scope lock (pg_advisory_xact_lock + a second statement in its own
-   * transaction, i.e. two more round trips on every claim, and in transactional mode the lock would be held for
-   * the whole procedure, serializing the principal) or a counter row. Likewise, in transactional mode a claim is
-   * invisible to others until it commits — already completed — so the count only ever sees external-mode keys.
-   * The count is bounded by LIMIT $8 and walks the primary key's (scope, …) prefix; a principal with very many
-   * completed keys inside the retention window would be served better by a partial index
-   * `(scope) where state = 'processing'`.
+   * The per-principal cap: a NEW row is inserted (or an expired one reused) only while the scope has fewer than
+   * `cap` keys `processing` under a live lease; a duplicate of a live key is answered whatever the count. Race
+   * trade-off: the count reads the statement's snapshot, so N claims of one principal at the very same moment
+   * do not see each other's uncommitted rows and may overshoot the cap by up to N − 1. Acceptable: the cap is a
+   * rate limit against one caller hogging the server (pool, provider), not a correctness guarantee — once-only
+   * execution still rests on the primary key alone. An exact cap would need a per-scope lock (two more round
+   * trips per claim, and in transactional mode the lock would serialize the principal) or a counter row. In
+   * transactional mode a claim is invisible to others until it commits — completed — so the count only ever
+   * sees external-mode keys. The count is bounded by LIMIT cap and walks the primary key's (scope, …) prefix.
    */
-  const claimCapped = `
-    with in_flight as (
-      select count(*)::int as n from (
-        select 1 from ${table}
-        where scope = $1 and state = 'processing' and locked_until > now()
-        limit $8::int) as live
-    ), existing as (
-      select ${expiredRow} as expired from ${table} as k where ${where}
-    ), claimed as (
-      ${insertClaim}
-      select ${claimValues}
-      where (select n from in_flight) < $8::int or exists (select 1 from existing)
-      ${onConflictSet}
-      where (${expiredRow} and (select n from in_flight) < $8::int) or ${deadLeaseSameRequest}
-      returning (xmax = 0) as inserted
-    )
-    select (select inserted from claimed) as inserted,
-           (select n from in_flight) >= $8::int as at_cap,
-           (select expired from existing) as existing_expired`;
+  function statement(kind: 'claim' | 'takeover', variant: ClaimVariant): Statement {
+    const name = `${kind}:${variant.capped}:${variant.completed}:${variant.lockTimeout}`;
+    const cached = statements.get(name);
+    if (cached) return cached;
+    // Postgres refuses a parameter the statement never uses: each variant numbers only its own, after the
+    // key ($1–$3) and the fingerprint ($4).
+    const params: ClaimParam[] = ['retentionSeconds'];
+    const $ = (param: ClaimParam) => `$${4 + params.push(param)}`;
+    const expires = `now() + make_interval(secs => $5::double precision)`;
+    const [state, response, httpStatus, leaseOwner, lockedUntil] = variant.completed
+      ? [`'completed'`, $('response'), `${$('httpStatus')}::int`, 'null::uuid', 'null::timestamptz']
+      : [
+          `'processing'`,
+          'null',
+          'null::int',
+          `${$('owner')}::uuid`,
+          `now() + make_interval(secs => ${$('leaseSeconds')}::double precision)`,
+        ];
+    const cap = variant.capped ? `${$('cap')}::int` : '';
+    const inFlight = `(select count(*)::int from (
+        select 1 from ${table} where scope = $1 and state = 'processing' and locked_until > now()
+        limit ${cap}) as live)`;
+    const session = variant.lockTimeout
+      ? `(select set_config('lock_timeout', ${$('lockTimeout')}::text, true)) as session`
+      : '';
+    const sql =
+      kind === 'claim'
+        ? `
+      with claimed as (
+        insert into ${table}
+          (scope, procedure, key, fingerprint, state, response, http_status, lease_owner, locked_until,
+           created_at, expires_at, replay_count)
+        select $1, $2, $3, $4, ${state}, ${response}, ${httpStatus}, ${leaseOwner}, ${lockedUntil},
+               now(), ${expires}, 0
+        ${session ? `from ${session}` : ''}
+        ${variant.capped ? `where ${inFlight} < ${cap}` : ''}
+        on conflict (scope, procedure, key) do nothing
+        returning 1
+      )
+      select exists (select 1 from claimed) as inserted,
+             ${variant.capped ? `${inFlight} >= ${cap}` : 'false'} as at_cap,
+             k.scope, k.procedure, k.key, k.fingerprint, k.state, k.response, k.lease_owner,
+             coalesce(k.locked_until > now(), false) as lease_active, k.created_at, k.expires_at,
+             k.replay_count, (${expiredRow} or ${deadLeaseSameRequest}) as reclaimable
+      from (select 1) as one
+        left join ${table} as k on k.scope = $1 and k.procedure = $2 and k.key = $3`
+        : `
+      update ${table} as k set
+        fingerprint = $4, state = ${state}, response = ${response}, http_status = ${httpStatus},
+        lease_owner = ${leaseOwner}, locked_until = ${lockedUntil}, created_at = now(), expires_at = ${expires},
+        replay_count = case when k.expires_at <= now() then 0 else k.replay_count end
+      ${session ? `from ${session}` : ''}
+      where ${where} and ((${expiredRow}${variant.capped ? ` and ${inFlight} < ${cap}` : ''}) or ${deadLeaseSameRequest})
+      returning 1 as updated`;
+    const built = { sql, params };
+    statements.set(name, built);
+    return built;
+  }
 
-  async function claim(request: ClaimRequest, tx?: SqlExecutor): Promise<ClaimResult> {
-    const params = [
+  function run<T>(built: Statement, request: ClaimRequest, values: ClaimValues, tx?: SqlExecutor) {
+    return on(tx).$queryRawUnsafe<T[]>(
+      built.sql,
       request.scope,
       request.procedure,
       request.key,
       request.fingerprint,
-      request.owner,
-      request.leaseSeconds,
-      request.retentionSeconds,
-    ];
-    const cap = request.inFlightCap;
-    let claimed: { inserted: boolean | null } | undefined;
-    if (cap && Number.isFinite(cap.max)) {
-      const rows = await on(tx).$queryRawUnsafe<
-        Array<{ inserted: boolean | null; at_cap: boolean; existing_expired: boolean | null }>
-      >(claimCapped, ...params, cap.max);
-      const row = rows[0];
-      // Refused by the cap: a new key (no row, or an expired one to reuse) while the scope is at its cap.
-      if (row && row.inserted === null && row.at_cap && row.existing_expired !== false)
-        throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
-      claimed = row?.inserted === null ? undefined : row;
-    } else {
-      const rows = await on(tx).$queryRawUnsafe<Array<{ inserted: boolean }>>(claimUncapped, ...params);
-      claimed = rows[0];
+      ...built.params.map((param) => values[param]),
+    );
+  }
+
+  /** Transactions opened by `transaction()`, with the lock timeout their first claim must set. */
+  const lockTimeouts = new WeakMap<object, number>();
+
+  async function claim(request: ClaimRequest, tx?: SqlExecutor): Promise<ClaimResult> {
+    const cap = request.inFlightCap && Number.isFinite(request.inFlightCap.max) ? request.inFlightCap : null;
+    const lockTimeoutMs = tx ? lockTimeouts.get(tx) : undefined;
+    const response = request.response ?? null;
+    const variant = {
+      capped: cap !== null,
+      completed: response !== null,
+      lockTimeout: lockTimeoutMs !== undefined,
+    };
+    const values: ClaimValues = {
+      retentionSeconds: request.retentionSeconds,
+      owner: request.owner,
+      leaseSeconds: request.leaseSeconds,
+      cap: cap?.max,
+      lockTimeout: String(Math.max(1, Math.round(lockTimeoutMs ?? 0))),
+      response: JSON.stringify(response),
+      httpStatus: response?.httpStatus,
+    };
+    const [row] = await run<ClaimRow>(statement('claim', variant), request, values, tx);
+    if (row?.inserted) return { claimed: true, takeover: false };
+    if (row && row.scope !== null) {
+      // A live row from our snapshot: nothing was written, nothing locked.
+      if (!row.reclaimable) return { claimed: false, record: toRecord(row) };
+      const [updated] = await run<{ updated: number }>(statement('takeover', variant), request, values, tx);
+      if (updated) return { claimed: true, takeover: true };
+      // Not taken over: the cap, or the row changed since our snapshot. Read it as it is now (below).
     }
-    if (claimed) return { claimed: true, takeover: !claimed.inserted };
+    // Refused by the cap: a new key (no row, or an expired one to reuse) while the scope is at its cap.
+    if (cap && row?.at_cap && (row.scope === null || row.reclaimable))
+      throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
+    // A race: the key was inserted (or taken over) by a transaction that committed after our snapshot.
     const record = await find(request, tx);
     // Only possible if the row was deleted between the two statements (cleanup): claim again.
     if (!record) return claim(request, tx);
@@ -169,31 +247,25 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     find: (key) => find(key),
 
     async countReplay(key) {
+      // Statistics: committed without waiting for the WAL flush (synchronous_commit off for this one implicit
+      // transaction). A crash may lose the last few counts; a replay never waits on an fsync for them.
       await db.$executeRawUnsafe(
-        `update ${table} set replay_count = replay_count + 1 where ${where}`,
+        `update ${table} set replay_count = replay_count + 1
+         from (select set_config('synchronous_commit', 'off', true)) as session where ${where}`,
         ...keyParams(key),
       );
     },
 
     transaction<T>(fn: (tx: PrismaTransactionLike<TClient>) => Promise<T>, options: TransactionOptions) {
       return db.$transaction(
-        async (tx) => {
-          // Bounds the wait on a concurrent duplicate's uncommitted claim (SET LOCAL: this transaction only).
-          await tx.$executeRawUnsafe(
-            `set local lock_timeout = ${Math.max(1, Math.round(options.lockTimeoutMs))}`,
-          );
+        (tx) => {
+          // Bounds the wait on a concurrent duplicate's uncommitted claim: set by the claim statement itself
+          // (no extra round trip), for this transaction only.
+          lockTimeouts.set(tx, options.lockTimeoutMs);
           return fn(tx);
         },
         { maxWait: options.timeoutMs, timeout: options.timeoutMs + options.lockTimeoutMs },
       );
-    },
-
-    async savepoint(tx) {
-      await tx.$executeRawUnsafe(`savepoint ${SAVEPOINT}`);
-    },
-
-    async rollbackToSavepoint(tx) {
-      await tx.$executeRawUnsafe(`rollback to savepoint ${SAVEPOINT}`);
     },
 
     isLockTimeout: (error) => hasPostgresCode(error, '55P03'),
@@ -211,19 +283,19 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   };
 }
 
-function toRecord(row: RecordRow): IdempotencyRecord {
+function toRecord(row: RecordRow | ClaimRow): IdempotencyRecord {
   return {
-    scope: row.scope,
-    procedure: row.procedure,
-    key: row.key,
-    fingerprint: row.fingerprint,
+    scope: row.scope ?? '',
+    procedure: row.procedure ?? '',
+    key: row.key ?? '',
+    fingerprint: row.fingerprint ?? '',
     state: row.state === 'completed' ? 'completed' : 'processing',
     response: row.response === null ? null : (JSON.parse(row.response) as StoredResponse),
     leaseOwner: row.lease_owner,
-    leaseActive: row.lease_active,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    replayCount: row.replay_count,
+    leaseActive: row.lease_active ?? false,
+    createdAt: row.created_at ?? new Date(0),
+    expiresAt: row.expires_at ?? new Date(0),
+    replayCount: row.replay_count ?? 0,
   };
 }
 

@@ -10,8 +10,9 @@
  *   a concurrent writer waits for it (a transaction's wait is bounded by an injectable "lock timeout" event,
  *   like `SET LOCAL lock_timeout`), then sees the committed row, as `INSERT … ON CONFLICT` does. Reads (`find`)
  *   never wait and see committed rows only (MVCC). `deleteExpiredBatch` skips locked rows (SKIP LOCKED).
- * - `recordEffect(label, tx)` is the procedure's own database write: it commits or rolls back with `tx`
- *   (savepoints included).
+ * - `claim` reads a committed live row without waiting for any lock (the real claim's MVCC read); only an
+ *   insert or takeover takes the row lock. A claim with a `response` inserts the row already completed.
+ * - `recordEffect(label, tx)` is the procedure's own database write: it commits or rolls back with `tx`.
  */
 import type {
   ClaimRequest,
@@ -53,7 +54,6 @@ export interface MemoryTx {
   /** Uncommitted row versions (null: deleted) and procedure writes. */
   writes: Map<string, Row | null>;
   effects: string[];
-  saved: { writes: Map<string, Row | null>; effects: string[] } | null;
   open: boolean;
 }
 
@@ -175,15 +175,16 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
   function freshRow(request: ClaimRequest, replayCount: number): Row {
     const t = now();
+    const response = request.response ?? null;
     return {
       scope: request.scope,
       procedure: request.procedure,
       key: request.key,
       fingerprint: request.fingerprint,
-      state: 'processing',
-      response: null,
-      leaseOwner: request.owner,
-      lockedUntil: t + request.leaseSeconds * 1000,
+      state: response ? 'completed' : 'processing',
+      response,
+      leaseOwner: response ? null : request.owner,
+      lockedUntil: response ? null : t + request.leaseSeconds * 1000,
       createdAt: t,
       expiresAt: t + request.retentionSeconds * 1000,
       replayCount,
@@ -195,6 +196,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
     async claim(request, tx) {
       const key = id(request);
+      // The statement's snapshot: a live committed row is answered at once, without waiting for its lock.
+      const seen = visible(key, tx);
+      if (seen && !claimable(seen, request)) return { claimed: false, record: toRecord(seen) };
       await lock(key, request, tx);
       // From here on, one atomic statement: no await until it returns.
       const row = visible(key, tx);
@@ -240,7 +244,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     },
 
     async transaction<T>(fn: (tx: MemoryTx) => Promise<T>, _options: TransactionOptions): Promise<T> {
-      const tx: MemoryTx = { id: nextTx++, writes: new Map(), effects: [], saved: null, open: true };
+      const tx: MemoryTx = { id: nextTx++, writes: new Map(), effects: [], open: true };
       try {
         const result = await fn(tx);
         for (const [key, row] of tx.writes) {
@@ -253,16 +257,6 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
         tx.open = false;
         unlockAll(tx);
       }
-    },
-
-    async savepoint(tx) {
-      tx.saved = { writes: new Map(tx.writes), effects: [...tx.effects] };
-    },
-
-    async rollbackToSavepoint(tx) {
-      if (!tx.saved) throw new Error('no savepoint');
-      tx.writes = new Map(tx.saved.writes);
-      tx.effects = [...tx.saved.effects];
     },
 
     isLockTimeout: (error) => error instanceof MemoryLockTimeout,

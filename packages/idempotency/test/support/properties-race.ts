@@ -184,7 +184,7 @@ export async function runRace<TTx>(
       record.response.kind === 'output'
         ? (JSON.parse(record.response.body) as { json: { by: string } }).json.by
         : /\((.*)\)/.exec(record.response.message)?.[1];
-    // Transactional: a stored error keeps the claim but rolls the procedure's writes back (savepoint).
+    // Transactional: a stored error is recorded after the procedure's writes were rolled back.
     const rolledBack = mode === 'transactional' && record.response.kind === 'error';
     if (!by || effects.includes(by) === rolledBack)
       violations.push(

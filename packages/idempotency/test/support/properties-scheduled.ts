@@ -57,14 +57,6 @@ export function scheduledStore<TTx>(
         return result;
       }, options);
     },
-    async savepoint(tx) {
-      await point('savepoint');
-      return inner.savepoint(tx);
-    },
-    async rollbackToSavepoint(tx) {
-      await point('rollbackToSavepoint');
-      return inner.rollbackToSavepoint(tx);
-    },
     isLockTimeout: (error) => inner.isLockTimeout(error),
     async deleteExpiredBatch(batchSize) {
       await point('deleteExpiredBatch');
