@@ -11,7 +11,7 @@ export default defineConfig({
   },
   test: {
     include: [
-      '{apps,packages}/*/test/**/*.test.ts',
+      '{apps,packages,examples}/*/test/**/*.test.ts',
       'tests/integration/**/*.test.ts',
       'tests/faults/**/*.test.ts',
     ],

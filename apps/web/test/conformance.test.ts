@@ -1,0 +1,200 @@
+/**
+ * The package's conformance kit (`@idem/idempotency/testing`) against this app's real checkout API over HTTP:
+ * the Next route handler behind node:http on loopback, a real payment provider process (test knobs on for the
+ * slow and failing checks), the run's Postgres. Each check of the kit is one test below.
+ *
+ * CONTROL: the same kit against the same service behind the same principal procedure WITHOUT the idempotency
+ * middleware must fail, concurrency and fingerprint first of all.
+ *
+ * Everything is scoped to this file: its own product, its own two API users, and an email of its own in every
+ * order, which is what `executions()` counts (other test files share the database and run at the same time).
+ */
+import { randomUUID } from 'node:crypto';
+import { createPrismaClient, generateApiToken, hashApiToken } from '@idem/db';
+import { DEFAULT_OPTIONS } from '@idem/idempotency';
+import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
+import {
+  type ConformanceTarget,
+  formatConformanceReport,
+  registerIdempotencyConformance,
+  runIdempotencyConformance,
+} from '@idem/idempotency/testing';
+import { startProvider } from '@idem/provider';
+import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
+import superjson from 'superjson';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type PlaceOrderInput, placeOrderInput } from '~/lib/schemas';
+import { type LoopbackServer, serveOnLoopback } from './helpers/loopback-http.ts';
+
+const run = randomUUID().slice(0, 8).toLowerCase();
+const SKU = `CONFORMANCE-${run.toUpperCase()}`;
+
+const db = createPrismaClient({ connectionString: process.env.DATABASE_URL ?? '', max: 4 });
+const store = createPrismaIdempotencyStore(db);
+let provider: Awaited<ReturnType<typeof startProvider>> | undefined;
+let app: LoopbackServer | undefined;
+let control: LoopbackServer | undefined;
+let disconnectAppDb: () => Promise<void> = async () => {};
+const principals = [
+  { token: generateApiToken(), scope: '' },
+  { token: generateApiToken(), scope: '' },
+];
+
+beforeAll(async () => {
+  await db.product.create({
+    data: { sku: SKU, name: `Conformance item ${run}`, description: 'test', priceCents: 900, stock: 100_000 },
+  });
+  for (const [index, principal] of principals.entries()) {
+    const user = await db.user.create({
+      data: { email: `conformance-${index}-${run}@example.com`, name: `Conformance ${index}` },
+    });
+    await db.apiToken.create({
+      data: { userId: user.id, label: 'conformance test', tokenHash: hashApiToken(principal.token) },
+    });
+    principal.scope = `user:${user.id}`;
+  }
+
+  const databaseUrl = process.env.DATABASE_URL ?? '';
+  provider = await startProvider({ databaseUrl, port: 0, testKnobs: true });
+  // The app reads its environment once, at first import: point it at our provider before importing it.
+  process.env.PROVIDER_URL = provider.url;
+  const route = await import('~/app/api/trpc/[trpc]/route');
+  app = await serveOnLoopback({ GET: route.GET, POST: route.POST });
+
+  // The control: the same service and principal procedure, no idempotency middleware, a new order per call.
+  const { createTRPCContext, createTRPCRouter, principalProcedure } = await import('~/server/trpc');
+  const { placeOrder } = await import('~/server/services/place-order');
+  const unprotectedRouter = createTRPCRouter({
+    checkout: createTRPCRouter({
+      placeOrder: principalProcedure
+        .input(placeOrderInput)
+        .mutation(({ ctx, input }) =>
+          placeOrder(ctx, { principalId: ctx.principal.id, orderId: randomUUID(), input }),
+        ),
+    }),
+  });
+  const controlHandler = (req: Request) =>
+    fetchRequestHandler({
+      endpoint: '/api/trpc',
+      req,
+      router: unprotectedRouter,
+      createContext: ({ resHeaders, info }) =>
+        createTRPCContext({ headers: req.headers, resHeaders, isBatch: info.calls.length > 1 }),
+    });
+  control = await serveOnLoopback({ GET: controlHandler, POST: controlHandler });
+
+  const appDb = await import('~/server/db');
+  disconnectAppDb = () => appDb.db.$disconnect();
+});
+
+afterAll(async () => {
+  await app?.close();
+  await control?.close();
+  await provider?.close();
+  await disconnectAppDb();
+  await db.$disconnect();
+});
+
+async function setKnobs(knobs: { latencyMs?: number; failNext?: number } | null) {
+  if (!provider) throw new Error('the provider has not started');
+  const response = await fetch(`${provider.url}/__knobs`, {
+    method: knobs ? 'POST' : 'DELETE',
+    headers: { 'content-type': 'application/json' },
+    ...(knobs ? { body: JSON.stringify(knobs) } : {}),
+  });
+  if (response.status !== 200) throw new Error(`provider knobs: ${response.status} ${await response.text()}`);
+}
+
+/** Runs `body` with the provider's knobs set, and resets them afterwards whatever happens. */
+async function withKnobs<T>(knobs: { latencyMs?: number; failNext?: number }, body: () => Promise<T>) {
+  await setKnobs(knobs);
+  try {
+    return await body();
+  } finally {
+    await setKnobs(null);
+  }
+}
+
+/**
+ * The checkout as a conformance target. `email` marks every order this target places, and `executions()`
+ * counts exactly those: a declined card and a provider outage leave an order too, which the kit allows for.
+ */
+function checkoutTarget(baseUrl: () => string, email: string): ConformanceTarget<PlaceOrderInput> {
+  const cart = (quantity: number, cardToken = 'tok_visa'): PlaceOrderInput => ({
+    items: [{ sku: SKU, quantity }],
+    email,
+    cardToken,
+  });
+  return {
+    get url() {
+      return `${baseUrl()}/api/trpc`;
+    },
+    procedure: 'checkout.placeOrder',
+    input: () => cart(1),
+    differentInput: () => cart(2),
+    invalidInput: () => ({ items: [], email, cardToken: 'tok_visa' }),
+    serialize: superjson.serialize,
+    principals: [
+      {
+        headers: { authorization: `Bearer ${principals[0]?.token}` },
+        get scope() {
+          return principals[0]?.scope;
+        },
+      },
+      {
+        headers: { authorization: `Bearer ${principals[1]?.token}` },
+        get scope() {
+          return principals[1]?.scope;
+        },
+      },
+    ],
+    unauthenticatedHeaders: { authorization: 'Bearer idem_not_a_token_we_issued' },
+    executions: () => db.order.count({ where: { email } }),
+    businessErrorInput: () => cart(1, 'tok_chargeDeclined'),
+    // The provider holds each charge 3 s: the claim is committed and the request is in flight (a wide margin:
+    // the 429 check needs all 20 first keys still in flight once it has seen them claimed).
+    withSlowExecution: (body) => withKnobs({ latencyMs: 3_000 }, body),
+    // The provider's next charge fails with a 500: the app answers 503 and releases the key.
+    withTransientFailure: (body) => withKnobs({ failNext: 1 }, body),
+    // placeOrder is external mode with the library's default cap.
+    inFlightCap: DEFAULT_OPTIONS.maxInFlightPerScope,
+    store,
+  };
+}
+
+function urlOf(server: LoopbackServer | undefined): string {
+  if (!server) throw new Error('the server has not started');
+  return server.url;
+}
+
+registerIdempotencyConformance(
+  checkoutTarget(() => urlOf(app), `conformance-${run}@example.com`),
+  { describe, it },
+  {
+    name: 'the checkout (POST /api/trpc/checkout.placeOrder) conforms to the Idempotency-Key contract',
+    onResult: (result) =>
+      console.log(`[conformance] ${result.id} (${result.durationMs} ms): ${result.detail}`),
+  },
+);
+
+describe('CONTROL: the same kit against the checkout without the idempotency middleware', () => {
+  it('fails: concurrency runs every duplicate, the fingerprint check gets a 200 instead of a 422', async () => {
+    // No store: nothing is ever stored there, and the 429 check would wait 10 s for claims that never come.
+    const target = checkoutTarget(() => urlOf(control), `conformance-control-${run}@example.com`);
+    const report = await runIdempotencyConformance({ ...target, store: undefined });
+    console.log(formatConformanceReport(report));
+    expect(report.passed).toBe(false);
+    const byId = new Map(report.results.map((result) => [result.id, result]));
+    expect(byId.get('concurrency')).toMatchObject({
+      passed: false,
+      detail: expect.stringMatching(/expected 1 execution, counted 20 /),
+    });
+    expect(byId.get('fingerprint')).toMatchObject({
+      passed: false,
+      detail: expect.stringMatching(/expected HTTP 422, got 200/),
+    });
+    // Without the middleware nothing is ever replayed, and a missing key is not even noticed.
+    for (const id of ['replay', 'missing-key', 'in-flight', 'scope'] as const)
+      expect(byId.get(id)?.passed, id).toBe(false);
+  }, 120_000);
+});

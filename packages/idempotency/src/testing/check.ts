@@ -1,0 +1,128 @@
+/**
+ * What a conformance check is, and the few assertions checks make. A check throws `ConformanceFailure` with a
+ * detail a developer can act on, or returns a one-line account of what it saw.
+ */
+import type { ConformanceClient, Sent } from './client.ts';
+import { describeSent, isConflict } from './client.ts';
+import type { ConformanceTarget, ResolvedConformanceOptions } from './target.ts';
+
+export const ConformanceCheckId = {
+  firstRequest: 'first-request',
+  replay: 'replay',
+  canonicalInput: 'replay-canonical-input',
+  quotedKey: 'key-sf-string',
+  storedError: 'stored-error',
+  transientFailure: 'transient-failure',
+  missingKey: 'missing-key',
+  malformedKey: 'malformed-key',
+  noPrincipal: 'no-principal',
+  invalidInput: 'invalid-input',
+  unfingerprintableInput: 'unfingerprintable-input',
+  batched: 'batched',
+  fingerprint: 'fingerprint',
+  inFlight: 'in-flight',
+  inFlightCap: 'in-flight-cap',
+  concurrency: 'concurrency',
+  scope: 'scope',
+} as const;
+export type ConformanceCheckId = (typeof ConformanceCheckId)[keyof typeof ConformanceCheckId];
+
+export class ConformanceFailure extends Error {
+  override name = 'ConformanceFailure';
+}
+
+export interface CheckContext<TInput> {
+  target: ConformanceTarget<TInput>;
+  client: ConformanceClient;
+  options: ResolvedConformanceOptions;
+  /** A key no request has used yet. */
+  newKey(): string;
+  /** The target's execution counter, relative to the start of this check. */
+  executionsSinceStart(): Promise<number>;
+}
+
+export interface ConformanceCheck {
+  id: ConformanceCheckId;
+  /** The contract row or property, as a sentence. */
+  title: string;
+  /** Why the check cannot run against this target (an optional capability is missing), or null. */
+  unavailableReason<TInput>(target: ConformanceTarget<TInput>): string | null;
+  run<TInput>(context: CheckContext<TInput>): Promise<string>;
+}
+
+export function fail(detail: string): never {
+  throw new ConformanceFailure(detail);
+}
+
+export function expectStatus(sent: Sent, expected: number, what: string) {
+  if (sent.status !== expected) fail(`${what}: expected HTTP ${expected}, got ${describeSent(sent)}`);
+}
+
+/** A first execution: 200, not marked as a replay, no Retry-After. */
+export function expectFresh(sent: Sent, what: string) {
+  expectStatus(sent, 200, what);
+  if (sent.replayed !== null)
+    fail(`${what}: expected a fresh execution, got Idempotent-Replayed: ${sent.replayed}`);
+  if (sent.retryAfter !== null) fail(`${what}: a success must not carry Retry-After (${sent.retryAfter})`);
+}
+
+/** A replay of `original`: same status, `Idempotent-Replayed: true`, byte-identical body. */
+export function expectReplayOf(sent: Sent, original: Sent, what: string) {
+  expectStatus(sent, original.status, what);
+  if (sent.replayed !== 'true')
+    fail(`${what}: expected Idempotent-Replayed: true, got ${sent.replayed ?? 'no such header'}`);
+  if (sent.body !== original.body)
+    fail(
+      `${what}: the replayed body differs from the first.\n  first:  ${original.body}\n  replay: ${sent.body}`,
+    );
+  if (sent.contentType !== original.contentType)
+    fail(`${what}: Content-Type ${sent.contentType} differs from the first's ${original.contentType}`);
+}
+
+/** The contract's answer to a malformed request: 400, not a replay, no Retry-After. */
+export function expectRejected(sent: Sent, status: number, what: string) {
+  expectStatus(sent, status, what);
+  if (sent.replayed !== null) fail(`${what}: a rejection must not be marked Idempotent-Replayed`);
+}
+
+export async function expectExecutions<TInput>(
+  context: CheckContext<TInput>,
+  expected: number,
+  what: string,
+) {
+  const counted = await context.executionsSinceStart();
+  if (counted !== expected)
+    fail(`${what}: expected ${expected} execution(s) of the procedure, counted ${counted}`);
+}
+
+/** Principal A's record of `key` is absent from the store (checked only when the target exposes it). */
+export async function expectNothingStored<TInput>(context: CheckContext<TInput>, key: string, what: string) {
+  const { store } = context.target;
+  const scope = context.client.principal(0).scope;
+  if (!store || scope === undefined) return;
+  const record = await store.find({ scope, procedure: context.target.procedure, key });
+  if (record) fail(`${what}: expected nothing stored for key ${key}, found a ${record.state} record`);
+}
+
+/**
+ * Retries a 409 with the same request, honouring Retry-After (capped), until it is something else. Returns the
+ * final answer and how many retries it took.
+ */
+export async function retryWhileConflict(
+  first: Sent,
+  resend: () => Promise<Sent>,
+  options: ResolvedConformanceOptions,
+): Promise<{ final: Sent; retries: number }> {
+  let current = first;
+  let retries = 0;
+  while (current.status === 409 && retries < options.maxRetries) {
+    if (!isConflict(current))
+      fail(`a 409 must carry Retry-After in whole seconds, got ${describeSent(current)}`);
+    await sleep(Math.min(Number(current.retryAfter) * 1000, options.maxRetryWaitMs));
+    current = await resend();
+    retries += 1;
+  }
+  return { final: current, retries };
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

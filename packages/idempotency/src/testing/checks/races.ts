@@ -1,0 +1,190 @@
+/**
+ * Requests that overlap: a duplicate while the first is in flight (409 + Retry-After, or wait and replay), the
+ * per-principal cap on keys in flight (429), and many parallel requests with one key (exactly one execution).
+ */
+import {
+  type CheckContext,
+  type ConformanceCheck,
+  ConformanceCheckId,
+  expectExecutions,
+  expectFresh,
+  expectNothingStored,
+  expectReplayOf,
+  expectStatus,
+  fail,
+  retryWhileConflict,
+  sleep,
+} from '../check.ts';
+import { describeSent, isConflict, isFresh, isReplay, type Sent } from '../client.ts';
+
+export const inFlight: ConformanceCheck = {
+  id: ConformanceCheckId.inFlight,
+  title:
+    'same key while the first is still running → 409 + Retry-After (or a wait and a replay), never a second run',
+  unavailableReason: (target) =>
+    target.withSlowExecution ? null : 'give withSlowExecution(run) (keep the first request in flight ≈ 1 s)',
+  async run(context) {
+    const { target } = context;
+    if (!target.withSlowExecution) return fail('no withSlowExecution');
+    const key = context.newKey();
+    const input = context.target.input();
+    const { first, duplicate } = await target.withSlowExecution(async () => {
+      const firstAnswer = inBackground(context.client.post({ key, input }));
+      await sleep(context.options.inFlightProbeDelayMs);
+      const duplicateAnswer = await context.client.post({ key, input });
+      return { first: await firstAnswer, duplicate: duplicateAnswer };
+    });
+    expectFresh(first, 'first request');
+    if (duplicate.sentAt >= first.receivedAt)
+      fail(
+        `the first request answered (${first.receivedAt - first.sentAt} ms) before its duplicate was sent: ` +
+          'withSlowExecution did not keep it in flight',
+      );
+
+    let outcome: string;
+    if (isReplay(duplicate)) {
+      expectReplayOf(duplicate, first, 'the duplicate (waited, then replayed)');
+      outcome = 'the duplicate waited and replayed';
+    } else if (duplicate.status === 409) {
+      if (!isConflict(duplicate))
+        fail(`the 409 must carry Retry-After in whole seconds: ${describeSent(duplicate)}`);
+      const { final, retries } = await retryWhileConflict(
+        duplicate,
+        () => context.client.post({ key, input }),
+        context.options,
+      );
+      expectReplayOf(final, first, `the duplicate's retry after 409`);
+      outcome = `409 + Retry-After: ${duplicate.retryAfter}, replayed after ${retries} retr${retries === 1 ? 'y' : 'ies'}`;
+    } else {
+      fail(
+        `the duplicate sent while the first was in flight: expected 409 + Retry-After or a replay, got ${describeSent(duplicate)}`,
+      );
+    }
+    await expectExecutions(context, 1, 'first request and its in-flight duplicate');
+    return `${outcome}; 1 execution`;
+  },
+};
+
+export const inFlightCap: ConformanceCheck = {
+  id: ConformanceCheckId.inFlightCap,
+  title:
+    'a NEW key while the principal has maxInFlightPerScope keys in flight → 429 + Retry-After, nothing stored',
+  unavailableReason: (target) =>
+    target.inFlightCap === undefined
+      ? 'give inFlightCap (the procedure’s maxInFlightPerScope, external mode)'
+      : target.withSlowExecution
+        ? null
+        : 'give withSlowExecution(run) as well (the first keys must stay in flight)',
+  async run(context) {
+    const { target } = context;
+    const cap = target.inFlightCap;
+    if (!target.withSlowExecution || cap === undefined) return fail('no withSlowExecution or inFlightCap');
+    const held = Array.from({ length: cap }, () => ({ key: context.newKey(), input: target.input() }));
+    const extraKey = context.newKey();
+    const extraInput = target.input();
+    const { answers, extra } = await target.withSlowExecution(async () => {
+      const holders = inBackground(Promise.all(held.map((request) => context.client.post(request))));
+      await waitUntilClaimed(
+        context,
+        held.map((request) => request.key),
+      );
+      const extraAnswer = await context.client.post({ key: extraKey, input: extraInput });
+      return { answers: await holders, extra: extraAnswer };
+    });
+
+    expectStatus(extra, 429, `key ${cap + 1} while ${cap} are in flight`);
+    if (!/^\d+$/.test(extra.retryAfter ?? ''))
+      fail(`the 429 must carry Retry-After in whole seconds: ${describeSent(extra)}`);
+    if (extra.replayed !== null) fail('the 429 must not be marked Idempotent-Replayed');
+    answers.forEach((sent, index) => {
+      expectFresh(sent, `key ${index + 1} of ${cap} (within the cap)`);
+    });
+    await expectNothingStored(context, extraKey, 'the refused key');
+    const later = await context.client.post({ key: extraKey, input: extraInput });
+    expectFresh(later, 'the refused key once the others finished');
+    await expectExecutions(context, cap + 1, `${cap} keys, then the refused one again`);
+    return `${cap} keys in flight → key ${cap + 1}: 429 + Retry-After: ${extra.retryAfter}; it ran later`;
+  },
+};
+
+/**
+ * Marks a promise that is awaited later as handled now, so that a failure while the check does something else
+ * first is not reported as an unhandled rejection; awaiting it still throws.
+ */
+function inBackground<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
+}
+
+/** Waits until the store holds every key (or, without a store, for the configured settle time). */
+async function waitUntilClaimed<TInput>(context: CheckContext<TInput>, keys: string[]) {
+  const { store, procedure } = context.target;
+  const scope = context.client.principal(0).scope;
+  if (!store || scope === undefined) {
+    await sleep(context.options.capSettleMs);
+    return;
+  }
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const records = await Promise.all(keys.map((key) => store.find({ scope, procedure, key })));
+    if (records.every((record) => record !== null)) return;
+    if (Date.now() > deadline)
+      fail(`only ${records.filter(Boolean).length} of ${keys.length} keys were claimed after 10 s`);
+    await sleep(25);
+  }
+}
+
+export const concurrency: ConformanceCheck = {
+  id: ConformanceCheckId.concurrency,
+  title:
+    'N parallel requests with one key → exactly 1 execution; every other answer is the replay, or a 409 that becomes it',
+  unavailableReason: () => null,
+  async run(context) {
+    const parallel = context.options.concurrency;
+    const key = context.newKey();
+    const input = context.target.input();
+    const answers = await Promise.all(
+      Array.from({ length: parallel }, () => context.client.post({ key, input })),
+    );
+    const fresh = answers.filter(isFresh);
+    const replays = answers.filter(isReplay);
+    const conflicts = answers.filter((sent) => sent.status === 409);
+    const others = answers.filter(
+      (sent) => !fresh.includes(sent) && !replays.includes(sent) && !conflicts.includes(sent),
+    );
+    const tally = `${fresh.length} × fresh 200, ${replays.length} × replay, ${conflicts.length} × 409, ${others.length} × other`;
+
+    const executed = await context.executionsSinceStart();
+    if (executed !== 1)
+      fail(
+        `${parallel} parallel requests with one key: expected 1 execution, counted ${executed} (${tally})`,
+      );
+    if (others.length > 0)
+      fail(`unexpected answers (${tally}): ${others.slice(0, 3).map(describeSent).join(' | ')}`);
+    const [original] = fresh;
+    if (!original || fresh.length !== 1) return fail(`expected exactly one fresh 200 (${tally})`);
+    for (const sent of replays) expectReplayOf(sent, original, 'a parallel duplicate');
+
+    let maxRetries = 0;
+    const settled: Sent[] = await Promise.all(
+      conflicts.map(async (conflict) => {
+        if (!isConflict(conflict))
+          fail(`a 409 must carry Retry-After in whole seconds: ${describeSent(conflict)}`);
+        const { final, retries } = await retryWhileConflict(
+          conflict,
+          () => context.client.post({ key, input }),
+          context.options,
+        );
+        maxRetries = Math.max(maxRetries, retries);
+        return final;
+      }),
+    );
+    for (const sent of settled) expectReplayOf(sent, original, 'a 409 retried');
+    await expectExecutions(context, 1, `${parallel} parallel requests and the retries of their 409s`);
+    const retried =
+      conflicts.length === 0
+        ? ''
+        : `; every 409 replayed after ≤ ${maxRetries} retr${maxRetries === 1 ? 'y' : 'ies'}`;
+    return `${parallel} parallel: ${tally}${retried}; 1 execution`;
+  },
+};

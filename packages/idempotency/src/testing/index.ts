@@ -1,0 +1,29 @@
+/**
+ * @idem/idempotency/testing — the contract suite, runnable against any app that exposes an idempotent tRPC
+ * mutation over HTTP: every row of the status table, the in-flight and concurrency rules, the fingerprint and
+ * the key's scope. `runIdempotencyConformance(target)` returns a report; `registerIdempotencyConformance(target,
+ * { describe, it })` turns each check into a test of your runner.
+ */
+export { type ConformanceCheck, ConformanceCheckId } from './check.ts';
+export { conformanceChecks } from './checks/index.ts';
+export {
+  type RegisterConformanceOptions,
+  registerIdempotencyConformance,
+  type TestRegistrar,
+} from './register.ts';
+export {
+  type ConformanceCheckResult,
+  type ConformanceReport,
+  formatConformanceReport,
+  planConformance,
+  type RunConformanceOptions,
+  runConformanceCheck,
+  runIdempotencyConformance,
+} from './run.ts';
+export type {
+  ConformanceFetch,
+  ConformanceOptions,
+  ConformancePrincipal,
+  ConformanceResponse,
+  ConformanceTarget,
+} from './target.ts';

@@ -1,0 +1,353 @@
+/**
+ * The package as another app gets it: built, packed by pnpm (which swaps `exports` for `publishConfig.exports`
+ * and `catalog:` for versions), extracted into a scratch consumer, then checked from the outside — files,
+ * publint, types under `nodenext` and `bundler`, and plain Node loading every runtime subpath without
+ * TypeScript. In the workspace the same subpaths point at the TypeScript source (apps consume it directly).
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { cp, mkdir, mkdtemp, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { builtinModules } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { build } from 'esbuild';
+import { publint } from 'publint';
+import { formatMessage } from 'publint/utils';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const packageDir = path.resolve(import.meta.dirname, '..');
+const workspaceRoot = path.resolve(packageDir, '../..');
+const fixtureDir = path.join(import.meta.dirname, 'fixtures', 'consumer');
+const tscBin = path.join(packageDir, 'node_modules', 'typescript', 'bin', 'tsc');
+
+interface Manifest {
+  name: string;
+  exports: Record<string, string | Record<string, string>>;
+  publishConfig?: { exports?: Manifest['exports'] };
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+}
+
+const workspaceManifest = JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as Manifest;
+/** `.`, `./client`, …: every code subpath (not `./package.json`). */
+const subpaths = Object.keys(workspaceManifest.exports).filter((subpath) => subpath !== './package.json');
+
+/**
+ * The peers each subpath may reach, transitively. Exact, so that a new import of a peer is a decision made
+ * here (and in the README's table), not an accident. `./prisma` is structural: it imports no Prisma module
+ * and declares `@prisma/client` only for the versions it is tested with. `./testing` is not listed: it may
+ * use any declared peer.
+ */
+const expectedPeersBySubpath: Record<string, string[]> = {
+  '.': [],
+  './client': ['@trpc/client', '@trpc/server'],
+  './react': ['@tanstack/react-query', 'react'],
+  './trpc': ['@trpc/server'],
+  './prisma': [],
+};
+/** Browser bundles: no `node:*` module may be reachable from these. */
+const browserSubpaths = ['./client', './react'];
+
+/**
+ * What the consumer fixture's node_modules holds besides the tarball: the peers and hard dependencies a real
+ * install would add, linked from the workspace (`@idem/db` stands for the consumer's own generated Prisma
+ * client; vitest for `expectTypeOf`).
+ */
+const linkedPackages = [
+  '@idem/db',
+  '@prisma/client',
+  '@tanstack/react-query',
+  '@trpc/client',
+  '@trpc/server',
+  '@trpc/tanstack-react-query',
+  '@types/node',
+  '@types/react',
+  'canonicalize',
+  'react',
+  'structured-headers',
+  'superjson',
+  'vitest',
+  'zod',
+];
+
+let scratch: string;
+let consumerDir: string;
+let extractedDir: string;
+let packed: Manifest;
+
+function sourceEntryOf(subpath: string): string {
+  const target = workspaceManifest.exports[subpath];
+  if (typeof target !== 'string') throw new Error(`${subpath}: the workspace export must be a source path`);
+  return path.join(packageDir, target);
+}
+
+function distTargetsOf(subpath: string): Record<string, string> {
+  const target = packed.exports[subpath];
+  if (!target || typeof target === 'string')
+    throw new Error(`${subpath}: the packed export needs conditions`);
+  return target;
+}
+
+function packageDirOf(name: string): string {
+  for (const base of [packageDir, workspaceRoot]) {
+    const candidate = path.join(base, 'node_modules', name);
+    if (existsSync(candidate)) return candidate;
+  }
+  throw new Error(`${name} is not installed in the workspace`);
+}
+
+/** Runs a command; resolves with its output either way, so a failure shows what the tool said. */
+async function attempt(file: string, args: string[], cwd: string) {
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS; // nothing of vitest's loader: the consumer's Node sees only JavaScript
+  try {
+    const { stdout, stderr } = await run(file, args, { cwd, env, maxBuffer: 16 * 1024 * 1024 });
+    return { ok: true, stdout, output: `${stdout}${stderr}` };
+  } catch (error) {
+    const failure = error as { stdout?: string; stderr?: string; message: string };
+    const output = `${failure.stdout ?? ''}${failure.stderr ?? ''}` || failure.message;
+    return { ok: false, stdout: failure.stdout ?? '', output };
+  }
+}
+
+/** Runs a command that must succeed; resolves with its stdout. */
+async function mustRun(file: string, args: string[], cwd: string): Promise<string> {
+  const result = await attempt(file, args, cwd);
+  if (!result.ok) throw new Error(`${path.basename(file)} ${args.join(' ')} failed:\n${result.output}`);
+  return result.stdout;
+}
+
+beforeAll(async () => {
+  await mustRun('pnpm', ['run', 'build'], packageDir);
+  scratch = await mkdtemp(path.join(tmpdir(), 'idem-packaging-'));
+  const packOutput = await mustRun('pnpm', ['pack', '--pack-destination', scratch, '--json'], packageDir);
+  const tarball = (JSON.parse(packOutput) as { filename: string }).filename;
+
+  consumerDir = path.join(scratch, 'consumer');
+  await cp(fixtureDir, consumerDir, { recursive: true });
+  await mustRun('tar', ['-xzf', tarball, '-C', scratch], scratch);
+  extractedDir = path.join(consumerDir, 'node_modules', '@idem', 'idempotency');
+  await mkdir(path.dirname(extractedDir), { recursive: true });
+  await rename(path.join(scratch, 'package'), extractedDir);
+  for (const name of linkedPackages) {
+    const link = path.join(consumerDir, 'node_modules', name);
+    await mkdir(path.dirname(link), { recursive: true });
+    await symlink(packageDirOf(name), link, 'dir');
+  }
+  packed = JSON.parse(readFileSync(path.join(extractedDir, 'package.json'), 'utf8')) as Manifest;
+}, 60_000);
+
+afterAll(async () => {
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+describe('the packed package', () => {
+  it('exports the same subpaths as the workspace: source in the workspace, dist in the tarball', () => {
+    expect(subpaths).toEqual(['.', './client', './react', './trpc', './prisma', './testing']);
+    expect(Object.keys(packed.exports)).toEqual(Object.keys(workspaceManifest.exports));
+    for (const subpath of subpaths) {
+      expect(workspaceManifest.exports[subpath]).toMatch(/^\.\/src\/.+\.ts$/);
+      const targets = distTargetsOf(subpath);
+      // `types` first (TypeScript takes the first matching condition), then the ESM file.
+      expect(Object.keys(targets)).toEqual(['types', 'default']);
+      expect(targets.types).toMatch(/^\.\/dist\/.+\.d\.ts$/);
+      expect(targets.default).toMatch(/^\.\/dist\/.+\.js$/);
+    }
+    // pnpm resolved every workspace-only specifier.
+    const specifiers = [packed.dependencies, packed.peerDependencies, packed.devDependencies].flatMap(
+      (deps) => Object.values(deps ?? {}),
+    );
+    expect(specifiers.filter((specifier) => /^(catalog|workspace):/.test(specifier))).toEqual([]);
+  });
+
+  it('(a) has every file its exports name, with declaration maps and source maps that resolve', () => {
+    for (const subpath of subpaths) {
+      for (const [condition, target] of Object.entries(distTargetsOf(subpath))) {
+        const file = path.join(extractedDir, target);
+        expect(existsSync(file), `${subpath} → ${condition}: ${target}`).toBe(true);
+        const map = JSON.parse(readFileSync(`${file}.map`, 'utf8')) as { sources: string[] };
+        for (const source of map.sources) {
+          expect(existsSync(path.resolve(path.dirname(file), source)), `${target}.map → ${source}`).toBe(
+            true,
+          );
+        }
+      }
+    }
+  });
+
+  it('(a) ships declarations that import .js, never the unpublished .ts', async () => {
+    const declarations = (await readdir(path.join(extractedDir, 'dist'), { recursive: true })).filter(
+      (file) => file.endsWith('.d.ts'),
+    );
+    expect(declarations.length).toBeGreaterThan(subpaths.length);
+    const tsImports = declarations.filter((file) =>
+      /(?:from|import)\s*\(?\s*['"]\.{1,2}\/[^'"]*\.ts['"]/.test(
+        readFileSync(path.join(extractedDir, 'dist', file), 'utf8'),
+      ),
+    );
+    expect(tsImports).toEqual([]);
+  });
+
+  it('(b) publint finds no errors and no warnings', async () => {
+    const { messages, pkg } = await publint({ pkgDir: extractedDir, pack: false, level: 'warning' });
+    expect(messages.map((message) => `${message.type}: ${formatMessage(message, pkg)}`)).toEqual([]);
+  });
+
+  it('declares tRPC, TanStack Query, React and Prisma as optional peers, never as dependencies', () => {
+    const peers = Object.keys(packed.peerDependencies ?? {}).sort();
+    expect(peers).toEqual([
+      '@prisma/client',
+      '@tanstack/react-query',
+      '@trpc/client',
+      '@trpc/server',
+      'react',
+    ]);
+    for (const peer of peers) {
+      expect(packed.peerDependenciesMeta?.[peer]?.optional, peer).toBe(true);
+      expect(packed.dependencies?.[peer], peer).toBeUndefined();
+    }
+    expect(Object.keys(packed.dependencies ?? {}).sort()).toEqual(['canonicalize', 'structured-headers']);
+  });
+
+  it('reaches from each subpath only the peers it declares; the core reaches none, the browser half no node:*', async () => {
+    const declared = new Set([
+      ...Object.keys(packed.dependencies ?? {}),
+      ...Object.keys(packed.peerDependencies ?? {}),
+    ]);
+    const peers = new Set(Object.keys(packed.peerDependencies ?? {}));
+    const builtins = new Set(builtinModules);
+    for (const subpath of subpaths) {
+      const imported = await bareImportsOf(path.join(extractedDir, distTargetsOf(subpath).default ?? ''));
+      const packages = [...new Set(imported.filter((name) => !isBuiltin(name, builtins)).map(packageNameOf))];
+      expect(
+        packages.filter((name) => !declared.has(name)),
+        `${subpath} imports undeclared packages`,
+      ).toEqual([]);
+      const expectedPeers = expectedPeersBySubpath[subpath];
+      if (expectedPeers) {
+        expect(packages.filter((name) => peers.has(name)).sort(), `${subpath} peers`).toEqual(expectedPeers);
+      }
+      if (browserSubpaths.includes(subpath)) {
+        expect(
+          imported.filter((name) => isBuiltin(name, builtins)),
+          `${subpath} is browser code`,
+        ).toEqual([]);
+      }
+    }
+  });
+
+  it('(c) a consumer typechecks against the packed types with moduleResolution nodenext and bundler', async () => {
+    const configs = ['tsconfig.nodenext.json', 'tsconfig.bundler.json'];
+    const results = await Promise.all(
+      configs.map((config) => attempt(process.execPath, [tscBin, '-p', config, '--listFiles'], consumerDir)),
+    );
+    for (const [index, result] of results.entries()) {
+      const config = configs[index];
+      const lines = result.output.split('\n');
+      expect(
+        lines.filter((line) => /error TS\d+/.test(line)),
+        config,
+      ).toEqual([]);
+      expect(result.ok, config).toBe(true);
+      // The package's types came from the tarball's dist, not from the workspace's source.
+      const ours = lines.filter((file) => file.includes('@idem/idempotency/'));
+      expect(ours.length, config).toBeGreaterThan(0);
+      expect(ours.filter((file) => !/node_modules\/@idem\/idempotency\/dist\/.+\.d\.ts$/.test(file))).toEqual(
+        [],
+      );
+      expect(result.output).not.toContain(path.join(packageDir, 'src'));
+    }
+  });
+
+  it('(c) control: the same consumer with one wrong type assertion fails to typecheck', async () => {
+    const control = path.join(consumerDir, 'src', 'control.ts');
+    await writeFile(
+      control,
+      [
+        "import type { TransactionalIdempotencyContext } from '@idem/idempotency/trpc';",
+        "import { expectTypeOf } from 'vitest';",
+        'declare const context: TransactionalIdempotencyContext<{ order: object }>;',
+        '// Wrong on purpose: tx is the transaction type, not a string.',
+        'expectTypeOf(context.tx).toEqualTypeOf<string>();',
+        '',
+      ].join('\n'),
+    );
+    try {
+      const result = await attempt(process.execPath, [tscBin, '-p', 'tsconfig.nodenext.json'], consumerDir);
+      expect(result.ok).toBe(false);
+      expect(result.output).toContain('src/control.ts');
+      expect(result.output.split('\n').filter((line) => /^src\/(?!control\.ts)/.test(line))).toEqual([]);
+    } finally {
+      await rm(control);
+    }
+  });
+
+  it('(d) plain Node loads every runtime subpath from dist (require on Node ≥ 20.19, and import)', async () => {
+    const specifiers = subpaths.map((subpath) =>
+      subpath === '.' ? packed.name : `${packed.name}/${subpath.slice(2)}`,
+    );
+    // One Node process for every subpath (spawning is the slow part): require() first, so that it loads each
+    // module itself through the `default` condition, then import().
+    const script = `
+      import { createRequire } from 'node:module';
+      const require = createRequire(process.cwd() + '/');
+      const results = [];
+      for (const specifier of ${JSON.stringify(specifiers)}) {
+        try {
+          const required = Object.keys(require(specifier)).sort();
+          const imported = Object.keys(await import(specifier)).sort();
+          results.push({ specifier, file: import.meta.resolve(specifier), required, imported });
+        } catch (error) {
+          results.push({ specifier, error: String(error) });
+        }
+      }
+      console.log(JSON.stringify(results));`;
+    const stdout = await mustRun(
+      process.execPath,
+      ['--no-warnings', '--input-type=module', '-e', script],
+      consumerDir,
+    );
+    const results = JSON.parse(stdout) as Array<{ file?: string; required?: string[]; imported?: string[] }>;
+    for (const [index, subpath] of subpaths.entries()) {
+      const result = results[index];
+      expect(result, subpath).toEqual({
+        specifier: specifiers[index],
+        file: `file://${path.join(extractedDir, distTargetsOf(subpath).default ?? '')}`,
+        // The same runtime exports as the TypeScript source the workspace uses.
+        required: Object.keys((await import(sourceEntryOf(subpath))) as object).sort(),
+        imported: result?.required,
+      });
+    }
+  });
+});
+
+/** Every bare specifier (package or builtin) reachable through the entry's relative imports. */
+async function bareImportsOf(entry: string): Promise<string[]> {
+  const result = await build({
+    entryPoints: [entry],
+    bundle: true,
+    write: false,
+    metafile: true,
+    format: 'esm',
+    platform: 'node',
+    packages: 'external',
+    outdir: path.join(scratch, 'graph'),
+    logLevel: 'silent',
+  });
+  const imports = Object.values(result.metafile.outputs).flatMap((output) => output.imports);
+  return [...new Set(imports.filter((entry) => entry.external).map((entry) => entry.path))];
+}
+
+function isBuiltin(specifier: string, builtins: Set<string>): boolean {
+  return specifier.startsWith('node:') || builtins.has(specifier);
+}
+
+/** `@scope/name/sub` → `@scope/name`; `name/sub` → `name`. */
+function packageNameOf(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? specifier);
+}
