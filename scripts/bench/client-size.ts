@@ -1,7 +1,8 @@
 /**
  * What the client half of @idem/idempotency adds to a browser bundle: the exports the checkout uses, bundled
  * and minified with esbuild, gzipped at level 9. React, TanStack Query and tRPC are external: the app ships
- * them anyway. `pnpm bench:client-size [--json]`
+ * them anyway. Prints, per entry, the total and where the minified bytes come from (esbuild's metafile).
+ * `pnpm bench:client-size [--json]`
  */
 
 import path from 'node:path';
@@ -17,7 +18,15 @@ const entries = {
     export { idempotencyHeaders, idempotentRetryLink } from '@idem/idempotency/client';`,
 };
 
-const results: Array<{ entry: string; minified: number; gzipped: number }> = [];
+interface EntrySize {
+  entry: string;
+  minified: number;
+  gzipped: number;
+  /** Minified bytes each source module contributes to the output, largest first. */
+  modules: Array<{ module: string; minified: number }>;
+}
+
+const results: EntrySize[] = [];
 for (const [entry, contents] of Object.entries(entries)) {
   const output = await build({
     stdin: { contents, resolveDir: path.join(root, 'apps/web'), loader: 'ts' },
@@ -27,6 +36,7 @@ for (const [entry, contents] of Object.entries(entries)) {
     platform: 'browser',
     target: 'es2022',
     write: false,
+    metafile: true,
     external: [
       'react',
       'react-dom',
@@ -38,13 +48,30 @@ for (const [entry, contents] of Object.entries(entries)) {
     logLevel: 'error',
   });
   const code = output.outputFiles[0]?.contents ?? new Uint8Array();
-  results.push({ entry, minified: code.byteLength, gzipped: gzipSync(code, { level: 9 }).byteLength });
+  const inputs = Object.values(output.metafile.outputs)[0]?.inputs ?? {};
+  const modules = Object.entries(inputs)
+    .filter(([, input]) => input.bytesInOutput > 0)
+    .map(([file, input]) => ({
+      module: file.replace(/^packages\/idempotency\/src\//, '').replace(/\.ts$/, ''),
+      minified: input.bytesInOutput,
+    }))
+    .sort((a, b) => b.minified - a.minified);
+  results.push({
+    entry,
+    minified: code.byteLength,
+    gzipped: gzipSync(code, { level: 9 }).byteLength,
+    modules,
+  });
 }
 
+const kB = (bytes: number) => (bytes / 1024).toFixed(2);
 if (process.argv.includes('--json')) {
   console.log(JSON.stringify(results, null, 2));
 } else {
-  for (const { entry, minified, gzipped } of results) {
-    console.log(`${entry}: ${(minified / 1024).toFixed(2)} kB min, ${(gzipped / 1024).toFixed(2)} kB min+gz`);
+  for (const { entry, minified, gzipped, modules } of results) {
+    console.log(`${entry}: ${kB(minified)} kB min, ${kB(gzipped)} kB min+gz`);
+    for (const { module, minified: bytes } of modules) {
+      console.log(`  ${module.padEnd(34)} ${String(bytes).padStart(6)} B min`);
+    }
   }
 }

@@ -31,12 +31,30 @@ export type IdempotencyContext = {
 /** A header value may only hold printable ASCII; the contract allows 1–255 characters. */
 const VALID_KEY = /^[\x20-\x7e]{1,255}$/;
 
+/** `value` when it is an object (not null), else undefined. */
+function asObject(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : undefined;
+}
+
+/** `value[name]` when `value` is an object, else undefined: reads fields of what the network handed us. */
+export function property(value: unknown, name: string): unknown {
+  return asObject(value)?.[name];
+}
+
 /** The operation's key when it is a non-empty string, else undefined. */
 export function getIdempotencyKey(
   context: Readonly<Record<string, unknown>> | undefined,
 ): string | undefined {
   const key = context?.idempotencyKey;
   return typeof key === 'string' && key !== '' ? key : undefined;
+}
+
+/** The key of a keyed mutation (`op.context.idempotencyKey`, a non-empty string), else undefined. */
+export function mutationKeyOf(op: {
+  type: string;
+  context: Readonly<Record<string, unknown>>;
+}): string | undefined {
+  return op.type === 'mutation' ? getIdempotencyKey(op.context) : undefined;
 }
 
 /** True for a key the server can accept (1–255 printable ASCII characters). */
@@ -60,34 +78,27 @@ interface ResponseLike {
   headers?: { get(name: string): string | null };
 }
 
-function asResponse(value: unknown): ResponseLike | undefined {
-  return value !== null && typeof value === 'object' ? (value as ResponseLike) : undefined;
-}
-
 /** The fetch Response behind a result envelope's `context` or an error's `meta`, if any. */
 export function responseOf(holder: unknown): ResponseLike | undefined {
-  if (holder === null || typeof holder !== 'object') return undefined;
-  return asResponse((holder as { response?: unknown }).response);
+  return asObject(property(holder, 'response'));
 }
 
 /** The Response behind a TRPCClientError (`error.meta.response`), if the server answered at all. */
 export function errorResponseOf(error: unknown): ResponseLike | undefined {
-  if (error === null || typeof error !== 'object') return undefined;
-  return responseOf((error as { meta?: unknown }).meta);
+  return responseOf(property(error, 'meta'));
 }
 
 export function readResponseHeader(response: ResponseLike | undefined, name: string): string | null {
   const headers = response?.headers;
-  if (!headers || typeof headers.get !== 'function') return null;
-  return headers.get(name);
+  return typeof headers?.get === 'function' ? headers.get(name) : null;
 }
 
 export function responseStatus(response: ResponseLike | undefined): number | undefined {
-  return typeof response?.status === 'number' ? response.status : undefined;
+  const status = response?.status;
+  return typeof status === 'number' ? status : undefined;
 }
 
-/** `Idempotent-Replayed: true` (also the sf-boolean `?1`). */
+/** `Idempotent-Replayed: true` (also the sf-boolean `?1`), case and surrounding whitespace ignored. */
 export function isReplayedResponse(response: ResponseLike | undefined): boolean {
-  const value = readResponseHeader(response, IDEMPOTENT_REPLAYED_HEADER)?.trim().toLowerCase();
-  return value === 'true' || value === '?1';
+  return /^\s*(?:true|\?1)\s*$/i.test(readResponseHeader(response, IDEMPOTENT_REPLAYED_HEADER) ?? '');
 }

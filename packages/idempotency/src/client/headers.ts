@@ -1,5 +1,5 @@
 import { IDEMPOTENCY_KEY_HEADER } from './constants.ts';
-import { getIdempotencyKey } from './context.ts';
+import { mutationKeyOf } from './context.ts';
 
 /** The part of a tRPC `Operation` the header needs. */
 export interface OperationLike {
@@ -14,7 +14,6 @@ export interface OperationLike {
  * else `{}` (queries, subscriptions and unkeyed mutations carry no key).
  */
 export function idempotencyHeaders(op: OperationLike): Record<string, string> {
-  if (op.type !== 'mutation') return {};
-  const key = getIdempotencyKey(op.context);
+  const key = mutationKeyOf(op);
   return key === undefined ? {} : { [IDEMPOTENCY_KEY_HEADER]: key };
 }

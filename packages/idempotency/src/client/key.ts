@@ -5,9 +5,11 @@
 export function createIdempotencyKey(): string {
   const webCrypto = globalThis.crypto;
   if (typeof webCrypto?.randomUUID === 'function') return webCrypto.randomUUID();
-  const bytes = webCrypto.getRandomValues(new Uint8Array(16));
-  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x40; // version 4
-  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80; // RFC 4122 variant
-  const hex = Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  // Each 0 and 1 of the template becomes a random hex digit; 8 becomes 8–b (the RFC 4122 variant); 4 stays
+  // (version 4).
+  const random = webCrypto.getRandomValues(new Uint8Array(31));
+  let index = 0;
+  return '10000000-1000-4000-8000-100000000000'.replace(/[018]/g, (digit) =>
+    (Number(digit) ^ ((random[index++] ?? 0) & (digit === '8' ? 3 : 15))).toString(16),
+  );
 }

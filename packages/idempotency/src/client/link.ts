@@ -8,17 +8,17 @@
  * Queries, subscriptions and mutations without `context.idempotencyKey` pass through untouched: they are
  * never retried here (re-sending a mutation without a key could run it twice).
  */
-import { type Operation, type OperationResultEnvelope, TRPCClientError, type TRPCLink } from '@trpc/client';
+import { type OperationResultEnvelope, TRPCClientError, type TRPCLink } from '@trpc/client';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { observable, type Unsubscribable } from '@trpc/server/observable';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_RETRY_AFTER_MS, RETRY_AFTER_HEADER } from './constants.ts';
 import {
   errorResponseOf,
-  getIdempotencyKey,
   getIdempotencyObserver,
   type IdempotencyEvent,
   isReplayedResponse,
   isValidIdempotencyKey,
+  mutationKeyOf,
   readResponseHeader,
   responseOf,
   responseStatus,
@@ -42,21 +42,15 @@ export interface IdempotentRetryLinkOptions extends BackoffOptions {
   now?: () => number;
 }
 
+/** Why a wait ended early: the signal's own reason when it is an Error, else a standard AbortError. */
 function abortError(signal: AbortSignal | null | undefined): Error {
   const reason: unknown = signal?.reason;
-  if (reason instanceof Error) return reason;
-  const error = new Error('The operation was aborted.');
-  error.name = 'AbortError';
-  return error;
+  return reason instanceof Error ? reason : Object.assign(new Error('Aborted'), { name: 'AbortError' });
 }
 
 /** The default sleep: a timer cleared when the signal aborts. */
 export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(abortError(signal));
-      return;
-    }
     const onAbort = () => {
       clearTimeout(timer);
       reject(abortError(signal));
@@ -65,16 +59,9 @@ export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
       signal.removeEventListener('abort', onAbort);
       resolve();
     }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
   });
-}
-
-/** The key of a keyed mutation, or undefined for everything this link leaves alone. */
-function keyOf(op: Operation): string | undefined {
-  if (op.type !== 'mutation') return undefined;
-  const key = getIdempotencyKey(op.context);
-  // A key no header can carry fails in fetch with a TypeError, which would look like a network error.
-  return key !== undefined && isValidIdempotencyKey(key) ? key : undefined;
 }
 
 export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRouter>(
@@ -87,17 +74,21 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
 
   return () =>
     ({ op, next }) => {
-      if (keyOf(op) === undefined) return next(op);
+      const key = mutationKeyOf(op);
+      // Not a keyed mutation: left alone. A key no header can carry would fail in fetch with a TypeError,
+      // which would look like a network error.
+      if (key === undefined || !isValidIdempotencyKey(key)) return next(op);
       const observe = getIdempotencyObserver(op.context);
       const notify = (event: IdempotencyEvent) => {
-        if (!observe) return;
         try {
-          observe(event);
+          observe?.(event);
         } catch (error) {
           // An observer's bug must not change the request's outcome.
-          console.error('idempotentRetryLink: the idempotencyObserver threw', error);
+          console.error('idempotentRetryLink: idempotencyObserver threw', error);
         }
       };
+      const notifyResponse = (ok: boolean, response: ReturnType<typeof responseOf>, status?: number) =>
+        notify({ type: 'response', ok, replayed: isReplayedResponse(response), status });
 
       return observable<OperationResultEnvelope<unknown, TRPCClientError<TRouter>>, TRPCClientError<TRouter>>(
         (observer) => {
@@ -118,6 +109,7 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
             finish();
             observer.error(error);
           };
+          const failAborted = () => fail(TRPCClientError.from(abortError(op.signal)));
 
           const send = () => {
             attempt += 1;
@@ -127,44 +119,32 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
               next(envelope) {
                 if (done) return;
                 const response = responseOf(envelope.context);
-                notify({
-                  type: 'response',
-                  ok: true,
-                  replayed: isReplayedResponse(response),
-                  status: responseStatus(response),
-                });
+                notifyResponse(true, response, responseStatus(response));
                 observer.next(envelope);
               },
               error(error) {
                 if (done) return;
                 const reason = op.signal?.aborted ? undefined : retryReasonOf(error);
+                const response = errorResponseOf(error);
                 if (reason === undefined || attempt >= maxAttempts) {
-                  const response = errorResponseOf(error);
-                  if (reason === undefined && (response !== undefined || httpStatusOf(error) !== undefined)) {
-                    notify({
-                      type: 'response',
-                      ok: false,
-                      replayed: isReplayedResponse(response),
-                      status: httpStatusOf(error),
-                    });
+                  const status = httpStatusOf(error);
+                  if (reason === undefined && (response !== undefined || status !== undefined)) {
+                    notifyResponse(false, response, status);
                   }
                   fail(error);
                   return;
                 }
-                const retryAfterMs = parseRetryAfter(
-                  readResponseHeader(errorResponseOf(error), RETRY_AFTER_HEADER),
-                  now(),
-                  maxRetryAfterMs,
-                );
-                const delayMs = retryAfterMs ?? backoffDelayMs(attempt, options);
+                const delayMs =
+                  parseRetryAfter(readResponseHeader(response, RETRY_AFTER_HEADER), now(), maxRetryAfterMs) ??
+                  backoffDelayMs(attempt, options);
                 notify({ type: 'retrying', attempt, delayMs, reason, error });
                 wait(delayMs, waiting.signal).then(
                   () => {
                     if (done) return;
-                    if (waiting.signal.aborted) fail(TRPCClientError.from(abortError(op.signal)));
+                    if (waiting.signal.aborted) failAborted();
                     else send();
                   },
-                  () => fail(op.signal?.aborted ? TRPCClientError.from(abortError(op.signal)) : error),
+                  () => (op.signal?.aborted ? failAborted() : fail(error)),
                 );
               },
               complete() {

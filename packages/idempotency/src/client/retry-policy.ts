@@ -12,7 +12,7 @@
  * with the same key would only replay the same answer (or fail the same way).
  */
 import { DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_DELAY_MS, DEFAULT_MAX_RETRY_AFTER_MS } from './constants.ts';
-import { errorResponseOf, responseStatus } from './context.ts';
+import { errorResponseOf, property, responseStatus } from './context.ts';
 
 export interface BackoffOptions {
   /** The first retry's delay ceiling. Default 500 ms. */
@@ -61,31 +61,15 @@ export function parseRetryAfter(
   if (DELTA_SECONDS.test(text)) return Math.min(Number(text) * 1000, maxMs);
   if (!HTTP_DATE.test(text)) return undefined;
   const at = Date.parse(ASCTIME.test(text) ? `${text} GMT` : text);
-  if (!Number.isFinite(at)) return undefined;
-  return Math.min(Math.max(0, at - now), maxMs);
+  return Number.isFinite(at) ? Math.min(Math.max(0, at - now), maxMs) : undefined;
 }
 
 export type FailureClass = 'retry' | 'final';
 /** Why a failure is retried: no response, a 5xx, or a 409 (the same key is still in flight). */
 export type RetryReason = 'network' | 'server-error' | 'in-progress';
 
-/** tRPC codes whose HTTP status is 5xx (for errors that carry a code but no status). */
-const SERVER_ERROR_CODES = new Set([
-  'INTERNAL_SERVER_ERROR',
-  'NOT_IMPLEMENTED',
-  'BAD_GATEWAY',
-  'SERVICE_UNAVAILABLE',
-  'GATEWAY_TIMEOUT',
-]);
-
-function property(value: unknown, name: string): unknown {
-  return value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[name] : undefined;
-}
-
 /** The error's `data` (a tRPC error response's data: `code`, `httpStatus`, …), if the server sent one. */
-function errorData(error: unknown): unknown {
-  return property(error, 'data') ?? undefined;
-}
+const errorData = (error: unknown): unknown => property(error, 'data');
 
 /**
  * The HTTP status behind an error: the error shape's `data.httpStatus` (per operation, also inside a batch),
@@ -93,8 +77,7 @@ function errorData(error: unknown): unknown {
  */
 export function httpStatusOf(error: unknown): number | undefined {
   const status = property(errorData(error), 'httpStatus');
-  if (typeof status === 'number') return status;
-  return responseStatus(errorResponseOf(error));
+  return typeof status === 'number' ? status : responseStatus(errorResponseOf(error));
 }
 
 /** An abort (the caller's signal, a timeout signal): never retried — the caller decided. */
@@ -113,9 +96,16 @@ export function isAbortError(error: unknown): boolean {
 export function isNetworkError(error: unknown): boolean {
   if (isAbortError(error)) return false;
   if (error instanceof TypeError) return true;
-  if (property(error, 'name') !== 'TRPCClientError') return false;
-  return errorData(error) == null && errorResponseOf(error) === undefined;
+  return (
+    property(error, 'name') === 'TRPCClientError' &&
+    errorData(error) == null &&
+    errorResponseOf(error) === undefined
+  );
 }
+
+/** tRPC codes whose HTTP status is 5xx (for errors that carry a code but no status). */
+const SERVER_ERROR_CODE =
+  /^(?:INTERNAL_SERVER_ERROR|NOT_IMPLEMENTED|BAD_GATEWAY|SERVICE_UNAVAILABLE|GATEWAY_TIMEOUT)$/;
 
 /** Why `error` is worth another attempt with the same key, or undefined when it is final. */
 export function retryReasonOf(error: unknown): RetryReason | undefined {
@@ -123,13 +113,12 @@ export function retryReasonOf(error: unknown): RetryReason | undefined {
   const status = httpStatusOf(error);
   if (status !== undefined) {
     if (status >= 500 && status <= 599) return 'server-error';
-    if (status === 409) return 'in-progress';
-    return undefined;
+    return status === 409 ? 'in-progress' : undefined;
   }
   const code = property(errorData(error), 'code');
   if (typeof code === 'string') {
     if (code === 'CONFLICT') return 'in-progress';
-    return SERVER_ERROR_CODES.has(code) ? 'server-error' : undefined;
+    return SERVER_ERROR_CODE.test(code) ? 'server-error' : undefined;
   }
   return isNetworkError(error) ? 'network' : undefined;
 }

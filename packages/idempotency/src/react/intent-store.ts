@@ -4,6 +4,7 @@
  * button or a resubmit in the same tab finds the same key. Shared by every hook instance of the same
  * (storage, intent), with change notifications for `useSyncExternalStore`.
  */
+import { isValidIdempotencyKey } from '../client/context.ts';
 import { createIdempotencyKey } from '../client/key.ts';
 
 /** The part of the Web Storage API used (window.sessionStorage fits). */
@@ -24,24 +25,33 @@ export interface IntentRecord {
   sent: SentAttempt | null;
 }
 
-export const STORAGE_PREFIX = 'idem:intent:';
-const VALID_KEY = /^[\x20-\x7e]{1,255}$/;
-
-function createMemoryStorage(): KeyValueStorage {
-  const items = new Map<string, string>();
-  return {
-    getItem: (name) => items.get(name) ?? null,
-    setItem: (name, value) => {
-      items.set(name, String(value));
-    },
-    removeItem: (name) => {
-      items.delete(name);
-    },
-  };
+export interface IntentStore {
+  subscribe(listener: () => void): () => void;
+  /** The stored text of the record: the snapshot for useSyncExternalStore (a string compares by value). */
+  read(): string | null;
+  /** Replaces the record (null: forgets the intent) and notifies the subscribers. */
+  write(record: IntentRecord | null): void;
+  /** The record, created with a fresh key if there is none. */
+  ensure(): IntentRecord;
+  /** Forgets the intent after a final outcome — only if it still has `key` (compare-and-delete). */
+  retire(key: string): void;
+  /** Starts over with a fresh key, whatever the current record holds. */
+  replace(): void;
 }
 
+export const STORAGE_PREFIX = 'idem:intent:';
+
 /** Per page life: used when no Web Storage is available (SSR never writes; private modes may throw). */
-const memoryStorage = createMemoryStorage();
+const memoryItems = new Map<string, string>();
+const memoryStorage: KeyValueStorage = {
+  getItem: (name) => memoryItems.get(name) ?? null,
+  setItem: (name, value) => {
+    memoryItems.set(name, value);
+  },
+  removeItem: (name) => {
+    memoryItems.delete(name);
+  },
+};
 
 function defaultStorage(): KeyValueStorage {
   try {
@@ -51,137 +61,92 @@ function defaultStorage(): KeyValueStorage {
   return memoryStorage;
 }
 
-function parseRecord(raw: string | null): IntentRecord | null {
-  if (raw === null) return null;
+/** A stored record, or null when there is none or it is not one this version wrote (then a new key is made). */
+export function parseRecord(raw: string | null): IntentRecord | null {
   try {
-    const value: unknown = JSON.parse(raw);
-    if (value === null || typeof value !== 'object') return null;
-    const record = value as Partial<IntentRecord>;
-    if (record.v !== 1 || typeof record.key !== 'string' || !VALID_KEY.test(record.key)) return null;
+    const record = JSON.parse(raw ?? 'null') as IntentRecord | null;
+    if (record?.v !== 1 || typeof record.key !== 'string' || !isValidIdempotencyKey(record.key)) return null;
     const sent = record.sent;
-    const validSent =
-      sent !== null &&
-      typeof sent === 'object' &&
-      typeof sent.payload === 'string' &&
-      typeof sent.at === 'number';
-    return {
-      v: 1,
-      key: record.key,
-      createdAt: typeof record.createdAt === 'number' ? record.createdAt : 0,
-      sent: validSent ? { payload: sent.payload, at: sent.at } : null,
-    };
+    if (typeof sent?.payload !== 'string' || typeof sent.at !== 'number') record.sent = null;
+    return record;
   } catch {
     return null;
   }
 }
 
-export class IntentStore {
-  readonly #name: string;
-  readonly #resolveStorage: () => KeyValueStorage;
-  #storage: KeyValueStorage | undefined;
-  readonly #listeners = new Set<() => void>();
-  #cachedRaw: string | null | undefined;
-  #cached: IntentRecord | null = null;
+/** A new intent: a fresh key, nothing sent yet. */
+const newRecord = (): IntentRecord => ({
+  v: 1,
+  key: createIdempotencyKey(),
+  createdAt: Date.now(),
+  sent: null,
+});
 
-  constructor(intentId: string, resolveStorage: () => KeyValueStorage) {
-    this.#name = STORAGE_PREFIX + intentId;
-    this.#resolveStorage = resolveStorage;
-  }
-
-  /** Resolved lazily: never at module load or on the server. */
-  #getStorage(): KeyValueStorage {
-    this.#storage ??= this.#resolveStorage();
-    return this.#storage;
-  }
-
-  #read(): string | null {
+function createIntentStore(name: string, resolveStorage: () => KeyValueStorage): IntentStore {
+  const listeners = new Set<() => void>();
+  // Resolved lazily: never at module load or on the server.
+  let storage: KeyValueStorage | undefined;
+  /** Runs `use` on the storage; once it throws (blocked, quota exceeded), on memory for the page life. */
+  const withStorage = <T>(use: (target: KeyValueStorage) => T): T => {
     try {
-      return this.#getStorage().getItem(this.#name);
+      storage ??= resolveStorage();
+      return use(storage);
     } catch {
-      this.#storage = memoryStorage;
-      return memoryStorage.getItem(this.#name);
+      storage = memoryStorage;
+      return use(memoryStorage);
     }
-  }
-
-  #write(record: IntentRecord | null): void {
-    const raw = record === null ? null : JSON.stringify(record);
-    try {
-      if (raw === null) this.#getStorage().removeItem(this.#name);
-      else this.#getStorage().setItem(this.#name, raw);
-    } catch {
-      // Quota exceeded or storage blocked: keep working for this page life.
-      this.#storage = memoryStorage;
-      if (raw === null) memoryStorage.removeItem(this.#name);
-      else memoryStorage.setItem(this.#name, raw);
-    }
-    for (const listener of this.#listeners) listener();
-  }
-
-  subscribe = (listener: () => void): (() => void) => {
-    this.#listeners.add(listener);
-    return () => {
-      this.#listeners.delete(listener);
-    };
   };
 
-  /** The current record; the same object until the stored text changes (as useSyncExternalStore requires). */
-  getSnapshot = (): IntentRecord | null => {
-    const raw = this.#read();
-    if (raw !== this.#cachedRaw) {
-      this.#cachedRaw = raw;
-      this.#cached = parseRecord(raw);
-    }
-    return this.#cached;
+  const store: IntentStore = {
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+    read: () => withStorage((target) => target.getItem(name)),
+    write(record) {
+      withStorage((target) =>
+        record ? target.setItem(name, JSON.stringify(record)) : target.removeItem(name),
+      );
+      for (const listener of listeners) listener();
+    },
+    ensure() {
+      let record = parseRecord(store.read());
+      if (!record) {
+        store.write(newRecord());
+        record = parseRecord(store.read());
+      }
+      if (!record) throw new Error('The idempotency key could not be stored');
+      return record;
+    },
+    retire(key) {
+      if (parseRecord(store.read())?.key === key) store.write(null);
+    },
+    replace() {
+      store.write(newRecord());
+      store.ensure();
+    },
   };
-
-  /** The record, created with a fresh key if there is none. */
-  ensure(): IntentRecord {
-    const existing = this.getSnapshot();
-    if (existing) return existing;
-    this.#write({ v: 1, key: createIdempotencyKey(), createdAt: Date.now(), sent: null });
-    const created = this.getSnapshot();
-    if (!created) throw new Error('The idempotency key could not be stored.');
-    return created;
-  }
-
-  /** Records that an attempt with `payload` is being sent under `key` (a no-op if `key` was replaced). */
-  markSent(key: string, payload: string): void {
-    const record = this.getSnapshot();
-    if (record?.key !== key) return;
-    this.#write({ ...record, sent: { payload, at: Date.now() } });
-  }
-
-  /** Forgets the intent after a final outcome — only if it still has `key` (compare-and-delete). */
-  retire(key: string): void {
-    if (this.getSnapshot()?.key === key) this.#write(null);
-  }
-
-  /** Starts over with a fresh key, whatever the current record holds. */
-  replace(): IntentRecord {
-    this.#write({ v: 1, key: createIdempotencyKey(), createdAt: Date.now(), sent: null });
-    return this.ensure();
-  }
+  return store;
 }
 
-const DEFAULT_STORAGE = {};
-const MEMORY_STORAGE = {};
 const stores = new WeakMap<object, Map<string, IntentStore>>();
 
 /**
  * The store of `intentId` in `storage` (undefined → window.sessionStorage, resolved lazily; null → memory only,
- * nothing survives a reload). The same instance for the same arguments.
+ * nothing survives a reload). The same instance for the same arguments, so that every hook of an intent
+ * hears the others' writes and shares its fallback to memory.
  */
 export function getIntentStore(intentId: string, storage: KeyValueStorage | null | undefined): IntentStore {
-  const token: object = storage === undefined ? DEFAULT_STORAGE : storage === null ? MEMORY_STORAGE : storage;
-  let byIntent = stores.get(token);
-  if (!byIntent) {
-    byIntent = new Map();
-    stores.set(token, byIntent);
-  }
+  // Keyed by the storage object; by `defaultStorage` for the default one.
+  const token = storage === undefined ? defaultStorage : (storage ?? memoryStorage);
+  const byIntent = stores.get(token) ?? new Map<string, IntentStore>();
+  stores.set(token, byIntent);
   let store = byIntent.get(intentId);
   if (!store) {
     const resolve = storage === undefined ? defaultStorage : () => storage ?? memoryStorage;
-    store = new IntentStore(intentId, resolve);
+    store = createIntentStore(STORAGE_PREFIX + intentId, resolve);
     byIntent.set(intentId, store);
   }
   return store;

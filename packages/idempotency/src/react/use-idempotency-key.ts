@@ -1,5 +1,5 @@
-import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
-import { getIntentStore, type IntentRecord, type IntentStore, type KeyValueStorage } from './intent-store.ts';
+import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
+import { getIntentStore, type KeyValueStorage, parseRecord } from './intent-store.ts';
 import { jsonSerializer, type PayloadSerializer, serializePayload } from './payload.ts';
 
 export interface UseIdempotencyKeyOptions {
@@ -48,14 +48,20 @@ export interface IdempotencyKeyHandle<TPayload> {
   reset(): void;
 }
 
-const serverSnapshot = (): IntentRecord | null => null;
+const serverSnapshot = () => null;
 
-/** @internal The hook behind useIdempotencyKey, with what useIdempotentMutation needs on top. */
+/**
+ * @internal The state both hooks share: the intent's store and record, and what this hook instance has in
+ * flight. The actions on it (send, retire, reset) are each hook's own, so that a bundle with only
+ * `useIdempotentMutation` carries no `IdempotencyKeyHandle`.
+ */
 export function useIntent<TPayload>(intentId: string, options: UseIdempotencyKeyOptions = {}) {
-  const store: IntentStore = getIntentStore(intentId, options.storage);
+  const store = getIntentStore(intentId, options.storage);
   const serializerRef = useRef(options.serializer ?? jsonSerializer);
   serializerRef.current = options.serializer ?? jsonSerializer;
-  const record = useSyncExternalStore(store.subscribe, store.getSnapshot, serverSnapshot);
+  // The stored text is the snapshot (the same string until it changes); parsed once per change.
+  const raw = useSyncExternalStore(store.subscribe, store.read, serverSnapshot);
+  const record = useMemo(() => parseRecord(raw), [raw]);
   // The key of an attempt THIS hook instance has in flight: its `sent` payload is not in doubt (yet).
   const [inFlightKey, setInFlightKey] = useState<string | null>(null);
 
@@ -64,51 +70,17 @@ export function useIntent<TPayload>(intentId: string, options: UseIdempotencyKey
     if (record === null) store.ensure();
   }, [store, record]);
 
-  const sent = record?.sent ?? null;
   const inDoubt = useMemo((): InDoubtAttempt<TPayload> | null => {
-    if (!record || !sent || record.key === inFlightKey) return null;
+    const sent = record?.sent;
+    if (!sent || record.key === inFlightKey) return null;
     try {
       return { payload: serializerRef.current.parse(sent.payload) as TPayload, sentAt: sent.at };
     } catch {
       return null;
     }
-  }, [record, sent, inFlightKey]);
+  }, [record, inFlightKey]);
 
-  const markSent = useCallback(
-    (payload: TPayload): string => {
-      const { key } = store.ensure();
-      store.markSent(key, serializePayload(serializerRef.current, payload));
-      setInFlightKey(key);
-      return key;
-    },
-    [store],
-  );
-  const markInDoubt = useCallback(() => setInFlightKey(null), []);
-  const retire = useCallback(
-    (key?: string) => {
-      const current = store.getSnapshot();
-      if (current) store.retire(key ?? current.key);
-      setInFlightKey(null);
-    },
-    [store],
-  );
-  const reset = useCallback(() => {
-    store.replace();
-    setInFlightKey(null);
-  }, [store]);
-
-  const handle = useMemo(
-    (): IdempotencyKeyHandle<TPayload> => ({
-      key: record?.key ?? null,
-      inDoubt,
-      markSent,
-      markInDoubt,
-      retire,
-      reset,
-    }),
-    [record, inDoubt, markSent, markInDoubt, retire, reset],
-  );
-  return { handle, store, serializerRef };
+  return { store, record, inDoubt, serializerRef, setInFlightKey };
 }
 
 /**
@@ -120,5 +92,31 @@ export function useIdempotencyKey<TPayload = unknown>(
   intentId: string,
   options?: UseIdempotencyKeyOptions,
 ): IdempotencyKeyHandle<TPayload> {
-  return useIntent<TPayload>(intentId, options).handle;
+  const { store, record, inDoubt, serializerRef, setInFlightKey } = useIntent<TPayload>(intentId, options);
+
+  // Stable for a given store, like the store itself.
+  const actions = useMemo(
+    (): Omit<IdempotencyKeyHandle<TPayload>, 'key' | 'inDoubt'> => ({
+      markSent(payload) {
+        const record = store.ensure();
+        const sent = { payload: serializePayload(serializerRef.current, payload), at: Date.now() };
+        store.write({ ...record, sent });
+        setInFlightKey(record.key);
+        return record.key;
+      },
+      markInDoubt: () => setInFlightKey(null),
+      retire(retiredKey) {
+        const current = parseRecord(store.read());
+        if (current) store.retire(retiredKey ?? current.key);
+        setInFlightKey(null);
+      },
+      reset() {
+        store.replace();
+        setInFlightKey(null);
+      },
+    }),
+    [store, serializerRef, setInFlightKey],
+  );
+
+  return useMemo(() => ({ key: record?.key ?? null, inDoubt, ...actions }), [record, inDoubt, actions]);
 }

@@ -17,12 +17,12 @@
  * rejected (422), and under a new key could buy twice.
  */
 import { type UseMutationOptions, useMutation } from '@tanstack/react-query';
-import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
+import { useCallback, useMemo, useState } from 'react';
 import { DEFAULT_MAX_ATTEMPTS } from '../client/constants.ts';
 import type { IdempotencyContext, IdempotencyEvent } from '../client/context.ts';
-import { classifyFailure, isAbortError } from '../client/retry-policy.ts';
+import { isAbortError, retryReasonOf } from '../client/retry-policy.ts';
 import type { KeyValueStorage } from './intent-store.ts';
-import { type PayloadSerializer, payloadEquals } from './payload.ts';
+import { type PayloadSerializer, payloadEquals, serializePayload } from './payload.ts';
 import { type InDoubtAttempt, useIntent } from './use-idempotency-key.ts';
 
 /** What the hook passes to your `mutationOptions` call: spread it into `trpc.x.mutationOptions({ ... })`. */
@@ -85,8 +85,6 @@ export interface UseIdempotentMutationResult<TData, TError, TVariables> {
   reset(): boolean;
 }
 
-const useIsomorphicLayoutEffect = typeof window === 'undefined' ? useEffect : useLayoutEffect;
-
 function idleState<TData, TError, TVariables>(): IdempotentMutationState<TData, TError, TVariables> {
   return {
     status: 'idle',
@@ -97,10 +95,6 @@ function idleState<TData, TError, TVariables>(): IdempotentMutationState<TData, 
     input: undefined,
     recoveredInDoubt: false,
   };
-}
-
-interface Submission {
-  context: IdempotencyContext;
 }
 
 /**
@@ -116,66 +110,59 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
   options: UseIdempotentMutationOptions,
 ): UseIdempotentMutationResult<TData, TError, TVariables> {
   type State = IdempotentMutationState<TData, TError, TVariables>;
-  const { handle: intent, store, serializerRef } = useIntent<TVariables>(options.intentId, options);
+  const { store, record, inDoubt, serializerRef, setInFlightKey } = useIntent<TVariables>(
+    options.intentId,
+    options,
+  );
+  const key = record?.key ?? null;
   const [state, setState] = useState<State>(idleState);
 
-  const factoryRef = useRef(mutationOptions);
-  useIsomorphicLayoutEffect(() => {
-    factoryRef.current = mutationOptions;
-  });
-  // The in-flight submission: read by mutationFn (TanStack calls it a few microtasks after mutateAsync).
-  // Only `submit` sets it, and never while one is in flight, so a call always reads its own.
-  const submissionRef = useRef<Submission | null>(null);
-  const inFlightRef = useRef<Promise<State> | null>(null);
-  const generationRef = useRef(0);
-  const maxAttemptsRef = useRef(DEFAULT_MAX_ATTEMPTS);
-  const warnedRef = useRef(false);
+  // This instance's mutable fields, read by the callbacks and never rendered.
+  const [self] = useState(() => ({
+    /**
+     * The in-flight submission's context: read by mutationFn (TanStack calls it a few microtasks after
+     * mutateAsync). Only `submit` sets it, and never while one is in flight, so a call always reads its own.
+     */
+    context: null as IdempotencyContext | null,
+    inFlight: null as Promise<State> | null,
+    /** As the link last reported it. */
+    maxAttempts: DEFAULT_MAX_ATTEMPTS,
+    warned: false,
+  }));
 
-  const renderContext: IdempotencyContext = { idempotencyKey: intent.key ?? '' };
   const mutation = useMutation<TData, TError, TVariables, TOnMutateResult>({
-    ...mutationOptions({ trpc: { context: renderContext } }),
+    ...mutationOptions({ trpc: { context: { idempotencyKey: key ?? '' } } }),
     retry: false,
+    // TanStack runs the mutationFn of the options it was given last, so this closes over the same render's
+    // `mutationOptions` as the rest of those options (onSuccess, …).
     mutationFn: (variables, functionContext) => {
-      const submission = submissionRef.current;
-      if (!submission)
-        throw new Error('useIdempotentMutation: send with submit(), not through TanStack mutate().');
-      const { mutationFn } = factoryRef.current({ trpc: { context: submission.context } });
-      if (!mutationFn) throw new Error('useIdempotentMutation: the mutation options have no mutationFn.');
+      const context = self.context;
+      const mutationFn = context && mutationOptions({ trpc: { context } }).mutationFn;
+      if (!mutationFn) {
+        throw new Error('useIdempotentMutation: not sent by submit(), or no mutationFn');
+      }
       return mutationFn(variables, functionContext);
     },
   });
-  const mutateAsyncRef = useRef(mutation.mutateAsync);
-  useIsomorphicLayoutEffect(() => {
-    mutateAsyncRef.current = mutation.mutateAsync;
-  });
-  const intentRef = useRef(intent);
-  useIsomorphicLayoutEffect(() => {
-    intentRef.current = intent;
-  });
+  // Stable: TanStack binds it to the hook's observer.
+  const { mutateAsync } = mutation;
 
   const submit = useCallback(
     (input: TVariables): Promise<State> => {
-      if (inFlightRef.current) return inFlightRef.current;
-      const generation = ++generationRef.current;
-      const current = (update: (state: State) => State) => {
-        if (generationRef.current === generation) setState(update);
-      };
+      if (self.inFlight) return self.inFlight;
 
       const record = store.ensure();
       const key = record.key;
-      // Nothing of this instance is in flight, so a recorded `sent` payload is in doubt.
-      let payload = input;
-      let recoveredInDoubt = false;
-      if (record.sent) {
-        const original = serializerRef.current.parse(record.sent.payload) as TVariables;
-        if (!payloadEquals(original, input)) {
-          payload = original;
-          recoveredInDoubt = true;
-        }
-      }
+      // Nothing of this instance is in flight, so a recorded `sent` payload is in doubt: a different `input`
+      // is not sent, the original is (see the module comment).
+      const original = record.sent && (serializerRef.current.parse(record.sent.payload) as TVariables);
+      const recoveredInDoubt = !!record.sent && !payloadEquals(original, input);
+      const payload = recoveredInDoubt ? (original as TVariables) : input;
       try {
         // Persist BEFORE sending: if the page dies once the request has left, the reload knows it is in doubt.
-        intentRef.current.markSent(payload);
+        const sent = { payload: serializePayload(serializerRef.current, payload), at: Date.now() };
+        store.write({ ...record, sent });
+        setInFlightKey(key);
       } catch (error) {
         return Promise.reject(error);
       }
@@ -183,89 +170,71 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
       let replayed = false;
       let linkSeen = false;
       let attempt = 1;
+      let retryableError: TError | null = null;
+      // Only this submission sets the state until it settles: `submit` and `reset` wait for it.
+      const show = (status: IdempotentMutationStatus, data?: TData, error = retryableError): State => {
+        const next: State = {
+          status,
+          attempt,
+          maxAttempts: self.maxAttempts,
+          error,
+          data,
+          input: payload,
+          recoveredInDoubt,
+        };
+        setState(next);
+        return next;
+      };
       const observer = (event: IdempotencyEvent) => {
         linkSeen = true;
         if (event.type === 'attempt') {
           attempt = event.attempt;
-          maxAttemptsRef.current = event.maxAttempts;
-          current((s) => ({
-            ...s,
-            status: event.attempt > 1 ? 'retrying' : 'sending',
-            attempt: event.attempt,
-            maxAttempts: event.maxAttempts,
-          }));
+          self.maxAttempts = event.maxAttempts;
+          show(attempt > 1 ? 'retrying' : 'sending');
         } else if (event.type === 'retrying') {
-          current((s) => ({ ...s, status: 'retrying', error: event.error as TError }));
+          retryableError = event.error as TError;
+          show('retrying');
         } else if (event.ok) {
           replayed = event.replayed;
         }
       };
-      submissionRef.current = { context: { idempotencyKey: key, idempotencyObserver: observer } };
-      setState({
-        status: 'sending',
-        attempt: 1,
-        maxAttempts: maxAttemptsRef.current,
-        error: null,
-        data: undefined,
-        input: payload,
-        recoveredInDoubt,
-      });
+      self.context = { idempotencyKey: key, idempotencyObserver: observer };
+      show('sending');
 
-      const settle = (outcome: Pick<State, 'status' | 'data' | 'error'>): State => {
-        if (!linkSeen && !warnedRef.current) {
-          warnedRef.current = true;
-          console.warn(
-            'useIdempotentMutation: no idempotentRetryLink reported on this request. Add idempotentRetryLink() ' +
-              'before the terminating link: without it nothing is retried and replays are not detected.',
-          );
+      const settle = (status: IdempotentMutationStatus, data: TData | undefined, error: TError | null) => {
+        // 'unknown': retries ran out on a failure that may or may not have reached the server, so the key and
+        // payload stay (in doubt). Any other answer is definite: a new intent next.
+        if (status !== 'unknown') store.retire(key);
+        setInFlightKey(null);
+        if (!linkSeen && !self.warned) {
+          self.warned = true;
+          console.warn('useIdempotentMutation: no idempotentRetryLink() in the tRPC client');
         }
-        const final: State = {
-          ...outcome,
-          attempt,
-          maxAttempts: maxAttemptsRef.current,
-          input: payload,
-          recoveredInDoubt,
-        };
-        current(() => final);
-        return final;
+        return show(status, data, error);
       };
-
-      const promise = mutateAsyncRef.current(payload).then(
-        (data): State => {
-          intentRef.current.retire(key);
-          return settle({ status: replayed ? 'replayed' : 'succeeded', data, error: null });
-        },
-        (error: TError): State => {
-          if (isAbortError(error) || classifyFailure(error) === 'retry') {
-            // Retries ran out on a failure that may or may not have reached the server: keep key and payload.
-            intentRef.current.markInDoubt();
-            return settle({ status: 'unknown', data: undefined, error });
-          }
-          // A definite answer (stored and replayed by the server, or rejected before running): a new intent next.
-          intentRef.current.retire(key);
-          return settle({ status: 'failed', data: undefined, error });
-        },
-      );
-      const tracked = promise.finally(() => {
-        if (inFlightRef.current === tracked) inFlightRef.current = null;
-      });
-      inFlightRef.current = tracked;
+      const tracked = mutateAsync(payload)
+        .then(
+          (data) => settle(replayed ? 'replayed' : 'succeeded', data, null),
+          (error: TError) =>
+            settle(isAbortError(error) || retryReasonOf(error) ? 'unknown' : 'failed', undefined, error),
+        )
+        .finally(() => {
+          if (self.inFlight === tracked) self.inFlight = null;
+        });
+      self.inFlight = tracked;
       return tracked;
     },
-    [store, serializerRef],
+    [store, serializerRef, setInFlightKey, mutateAsync, self],
   );
 
   const reset = useCallback((): boolean => {
-    if (inFlightRef.current) return false;
-    generationRef.current += 1;
-    intentRef.current.reset();
+    if (self.inFlight) return false;
+    store.replace();
+    setInFlightKey(null);
     mutation.reset();
     setState(idleState);
     return true;
-  }, [mutation.reset]);
+  }, [store, setInFlightKey, mutation.reset, self]);
 
-  return useMemo(
-    () => ({ submit, state, key: intent.key, inDoubt: intent.inDoubt, reset }),
-    [submit, state, intent.key, intent.inDoubt, reset],
-  );
+  return useMemo(() => ({ submit, state, key, inDoubt, reset }), [submit, state, key, inDoubt, reset]);
 }
