@@ -1,4 +1,7 @@
-/** The demo shop: products and two API users. Tokens are fixed so the README's curl works as printed. */
+/**
+ * The demo shop: products, two API users and an admin. Tokens are fixed so the README's curl works as printed
+ * (the database stores only their SHA-256). The admin token opens /admin (paste it at /admin/login).
+ */
 export const demoProducts = [
   {
     sku: 'MUG-STONE',
@@ -67,6 +70,24 @@ export const demoProducts = [
 ] as const;
 
 export const demoUsers = [
-  { email: 'alice@example.com', name: 'Alice Demo', token: 'idem_demo_alice_7Hk2Qm9Xw4Rt8Lp3Vz6Nc1Bd' },
-  { email: 'bob@example.com', name: 'Bob Demo', token: 'idem_demo_bob_3Fs8Jd2Kq7Wm5Xr9Tn4Hy6Pa' },
+  {
+    email: 'alice@example.com',
+    name: 'Alice Demo',
+    token: 'idem_demo_alice_7Hk2Qm9Xw4Rt8Lp3Vz6Nc1Bd',
+    role: 'customer',
+  },
+  {
+    email: 'bob@example.com',
+    name: 'Bob Demo',
+    token: 'idem_demo_bob_3Fs8Jd2Kq7Wm5Xr9Tn4Hy6Pa',
+    role: 'customer',
+  },
+  {
+    email: 'admin@example.com',
+    name: 'Ada Admin',
+    token: 'idem_demo_admin_5Wq8Tz3Kd7Lm2Xv9Rc4Hn6Pj',
+    role: 'admin',
+  },
 ] as const;
+
+export const demoAdmin = demoUsers[2];

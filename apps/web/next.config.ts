@@ -8,6 +8,8 @@ const config: NextConfig = {
   // `pnpm typecheck` (tsc 7) checks types; Next's own check needs the TypeScript 5 JS API.
   typescript: { ignoreBuildErrors: true },
   poweredByHeader: false,
+  // forbidden() / unauthorized(): /admin answers a real 403 (or 401) with app/forbidden.tsx (unauthorized.tsx).
+  experimental: { authInterrupts: true },
 };
 
 export default config;

@@ -19,6 +19,8 @@ const schema = z.object({
   IDEM_TEST_HOOKS: z.enum(['0', '1']).default('0'),
   /** Benchmark-only: `1` mounts the `bench.*` procedures (scripts/bench/run.ts). Never set in production. */
   IDEM_BENCH_ROUTES: z.enum(['0', '1']).default('0'),
+  /** How often each server process adds its buffered outcome counts to `idempotency_stats` (the dashboard). */
+  IDEM_STATS_FLUSH_SECONDS: z.coerce.number().positive().max(3600).default(5),
   SESSION_SECRET: isProduction
     ? z.string().min(32, 'SESSION_SECRET must be at least 32 characters')
     : z.string().min(32).default(DEV_SESSION_SECRET),

@@ -27,10 +27,12 @@ afterAll(async () => {
 async function privateTables() {
   const keys = uniqueName('t_idem_keys');
   const events = uniqueName('t_processed_events');
+  const stats = uniqueName('t_idem_stats');
   await db.$executeRawUnsafe(`create table "${keys}" (like idempotency_keys including all)`);
   await db.$executeRawUnsafe(`create table "${events}" (like processed_events including all)`);
-  dropLater.push(keys, events);
-  return { idempotencyKeysTable: keys, processedEventsTable: events };
+  await db.$executeRawUnsafe(`create table "${stats}" (like idempotency_stats including all)`);
+  dropLater.push(keys, events, stats);
+  return { idempotencyKeysTable: keys, processedEventsTable: events, outcomeStatsTable: stats };
 }
 
 type Tables = Awaited<ReturnType<typeof privateTables>>;
@@ -105,12 +107,29 @@ describe('runCleanup', () => {
     expect(await keyCounts(tables)).toEqual({ expiredLiveLease: 2, liveCompleted: 5, liveProcessing: 1 });
     expect(await eventAges(tables)).toEqual([1, 1, 1, 1, 71, 71]);
     expect(formatCleanupSummary(summary)).toMatch(
-      /^cleanup: deleted 7 expired idempotency keys \(3 batch\(es\)\) and 5 processed events older than 72 h \(2 batch\(es\)\) in \d+\.\d\d s$/,
+      /^cleanup: deleted 7 expired idempotency keys \(3 batch\(es\)\) and 5 processed events older than 72 h \(2 batch\(es\)\) and 0 old outcome-stat rows in \d+\.\d\d s$/,
     );
 
     // Nothing left to do: a second run deletes nothing.
     const again = await runCleanup(db, { ...tables, batchSize: 3 });
     expect([again.idempotencyKeys.deleted, again.processedEvents.deleted]).toEqual([0, 0]);
+  });
+
+  it('deletes per-minute outcome stats older than their retention (30 days), keeps the recent ones', async () => {
+    const tables = await privateTables();
+    await db.$executeRawUnsafe(
+      `insert into "${tables.outcomeStatsTable}" (bucket, procedure, outcome, count)
+       values (date_trunc('minute', now() - interval '31 days'), 'checkout.placeOrder', 'executed', 3),
+              (date_trunc('minute', now() - interval '29 days'), 'checkout.placeOrder', 'executed', 2),
+              (date_trunc('minute', now()), 'checkout.placeOrder', 'replayed', 1)`,
+    );
+    const summary = await runCleanup(db, tables);
+    expect(summary.outcomeStats).toBe(1);
+    const [left] = await db.$queryRawUnsafe<Array<{ n: number }>>(
+      `select count(*)::int as n from "${tables.outcomeStatsTable}"`,
+    );
+    expect(left?.n).toBe(2);
+    expect(formatCleanupSummary(summary)).toContain('1 old outcome-stat rows');
   });
 
   it('honours the retention: 24 h deletes the 71 h old events too', async () => {

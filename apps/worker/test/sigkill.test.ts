@@ -160,7 +160,8 @@ describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process'
 
     expect(result.atKill).toMatchObject({ status: 'shipped', shipments: 1 });
     expect(result.atKill.receipts).toHaveLength(1);
-    expect(result.job.retry_count).toBe(1);
+    // Redelivered at least once (more on a loaded machine, where the 2 s test expiry can fire again).
+    expect(result.job.retry_count).toBeGreaterThanOrEqual(1);
     expect(result.after).toMatchObject({ status: 'shipped', shipments: 1 });
     expect(result.after.receipts.map((r) => r.kind)).toEqual(['receipt']);
     // The redelivery ran the receipt insert again; the unique (order_id, 'receipt') absorbed it.
@@ -177,7 +178,11 @@ describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process'
 
     expect(result.after).toMatchObject({ status: 'shipped', shipments: 1 });
     const jobId = result.job.id;
-    expect(result.after.receipts.map((r) => r.kind)).toEqual([`receipt:${jobId}:0`, `receipt:${jobId}:1`]);
+    // The killed delivery's receipt and the redelivery's: a duplicate (one more per extra redelivery, which a
+    // loaded machine can cause with the 2 s test expiry).
+    const kinds = result.after.receipts.map((r) => r.kind);
+    expect(kinds.slice(0, 2)).toEqual([`receipt:${jobId}:0`, `receipt:${jobId}:1`]);
+    expect(kinds).toHaveLength(result.job.retry_count + 1);
     expect(result.linesB.some((line) => line.includes('TEST HOOKS ACTIVE'))).toBe(true);
   });
 
@@ -188,6 +193,9 @@ describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process'
     // At this kill point the order of the steps (shipment → receipt; `shipped` still ensures the receipt) is
     // what makes it right, not the receipt's unique key: with or without it, one receipt.
     expect(result.after).toMatchObject({ status: 'shipped', shipments: 1 });
-    expect(result.after.receipts.map((r) => r.kind)).toEqual([`receipt:${result.job.id}:1`]);
+    const kinds = result.after.receipts.map((r) => r.kind);
+    expect(kinds[0]).toBe(`receipt:${result.job.id}:1`);
+    // One per redelivery that completed (normally exactly one; more only if the 2 s test expiry fired again).
+    expect(kinds).toHaveLength(result.job.retry_count);
   });
 });

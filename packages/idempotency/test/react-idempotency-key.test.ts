@@ -187,6 +187,7 @@ describe('useIdempotencyKey', () => {
   it('renders null on the server without touching storage, and hydrates without a mismatch', async () => {
     const { storage } = tabStorage();
     const seen: Array<string | null> = [];
+    // biome-ignore lint/correctness/noComponentHookFactories: a one-test component that closes over this test's fixtures; rendered once.
     function Checkout() {
       const { key } = useIdempotencyKey('ssr', { storage });
       seen.push(key);

@@ -328,6 +328,7 @@ describe('useIdempotentMutation', () => {
     });
     const trpc = createTRPCOptionsProxy<FakeShopRouter>({ client, queryClient });
     const storage: KeyValueStorage = { getItem: vi.fn(), setItem: vi.fn(), removeItem: vi.fn() };
+    // biome-ignore lint/correctness/noComponentHookFactories: a one-test component that closes over this test's fixtures; rendered once.
     function Checkout() {
       const { key, state } = useIdempotentMutation(
         (request) => trpc.checkout.placeOrder.mutationOptions(request),

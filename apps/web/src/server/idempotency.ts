@@ -15,6 +15,7 @@ import { db } from './db.ts';
 import { faultHooks, leaseRenewalDisabled, testLeaseSeconds } from './fault-points.ts';
 import { logIdempotencyEvent } from './observability/log.ts';
 import { recordIdempotencyEvent } from './observability/metrics.ts';
+import { outcomeStats } from './observability/outcome-stats.ts';
 import type { Context } from './trpc.ts';
 
 type AuthedContext = Context & { principal: Principal };
@@ -29,9 +30,12 @@ export const idempotency = createIdempotency<AuthedContext, PrismaTransactionLik
   getRequestHeaders: (ctx) => ctx.headers,
   getResponseHeaders: (ctx) => ctx.resHeaders,
   isBatched: (ctx) => ctx.isBatch,
+  // Synchronous and in memory only (the benchmark measures this path): counters, one log line, and the
+  // dashboard's per-minute counts, which a background timer flushes to the database.
   onEvent(event) {
     recordIdempotencyEvent(event);
     logIdempotencyEvent(event);
+    outcomeStats.record(event.procedure, event.outcome);
   },
   // Test-only (IDEM_TEST_HOOKS=1, see fault-points.ts): a short lease and SIGKILL fault points for
   // tests/faults. Both are undefined in production, which keeps the library's defaults and skips every hook.

@@ -1,5 +1,6 @@
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
 import { env } from '~/env';
+import { adminRouter } from './routers/admin.ts';
 import { benchRouter } from './routers/bench.ts';
 import { catalogRouter } from './routers/catalog.ts';
 import { checkoutRouter } from './routers/checkout.ts';
@@ -7,6 +8,7 @@ import { ordersRouter } from './routers/orders.ts';
 import { createCallerFactory, createTRPCRouter } from './trpc.ts';
 
 export const appRouter = createTRPCRouter({
+  admin: adminRouter,
   catalog: catalogRouter,
   checkout: checkoutRouter,
   orders: ordersRouter,

@@ -5,7 +5,7 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import superjson from 'superjson';
 import { ZodError, z } from 'zod';
 import { env } from '~/env';
-import { InvalidApiTokenError, type Principal, resolvePrincipal } from './auth/principal.ts';
+import { InvalidApiTokenError, isAdmin, type Principal, resolvePrincipal } from './auth/principal.ts';
 import { db } from './db.ts';
 import { reasonOf } from './errors.ts';
 import { createProviderClient, type PaymentProvider } from './payments/provider-client.ts';
@@ -84,4 +84,15 @@ export const principalProcedure = publicProcedure.use(({ ctx, next }) => {
     });
   }
   return next({ ctx: { principal: ctx.principal } });
+});
+
+/**
+ * Admins only (users with role `admin`: an admin API token, or the browser session /admin/login sets).
+ * No principal → 401 (from principalProcedure); any other principal, guest or customer → 403.
+ */
+export const adminProcedure = principalProcedure.use(({ ctx, next }) => {
+  if (!isAdmin(ctx.principal)) {
+    throw new TRPCError({ code: 'FORBIDDEN', message: 'Admins only.' });
+  }
+  return next({ ctx: { principal: ctx.principal, admin: ctx.principal } });
 });

@@ -3,6 +3,9 @@
  * the retention. Both delete in short batches of `ctid IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`: no long
  * lock, and two runs at once split the rows instead of waiting on (or double-counting) each other.
  *
+ * Every batch adds its deleted rows to `operational_counters` in the same transaction as the delete, and a
+ * finished run adds one to `cleanup_runs`: the web app's /api/metrics reads them (see ../counters.ts).
+ *
  * Runs on a pg-boss schedule in the worker; `runCleanup` is exported for `pnpm idem:cleanup` too
  * (import from `@idem/worker/cleanup`).
  */
@@ -11,12 +14,17 @@ import {
   type CleanupResult,
   cleanupExpiredKeys,
   createPrismaIdempotencyStore,
+  type PrismaClientLike,
+  type SqlExecutor,
 } from '@idem/idempotency/prisma';
 import { type PgBoss, Queue } from '@idem/jobs';
+import { incrementCounter, incrementCounterSql, WorkerCounter } from '../counters.ts';
 import type { Logger } from '../log.ts';
 
 export const DEFAULT_CLEANUP_CRON = '*/5 * * * *';
 export const DEFAULT_PROCESSED_EVENTS_RETENTION_HOURS = 72;
+/** The dashboard charts 7 days at most; a month of per-minute outcome counts is plenty. */
+export const DEFAULT_OUTCOME_STATS_RETENTION_DAYS = 30;
 
 export interface CleanupOptions {
   /** Rows per batch (per short transaction). Default 1000. */
@@ -26,15 +34,20 @@ export interface CleanupOptions {
    * retry window (Stripe: 3 days) must still find its event row.
    */
   processedEventsRetentionHours?: number;
-  /** Tables, for tests that work on private copies. Defaults: idempotency_keys, processed_events. */
+  /** Per-minute outcome counts (the admin dashboard's charts) older than this are deleted. Default 30 days. */
+  outcomeStatsRetentionDays?: number;
+  /** Tables, for tests that work on private copies. Defaults: idempotency_keys, processed_events, idempotency_stats. */
   idempotencyKeysTable?: string;
   processedEventsTable?: string;
+  outcomeStatsTable?: string;
 }
 
 export interface CleanupSummary {
   idempotencyKeys: CleanupResult;
   processedEvents: CleanupResult;
   retentionHours: number;
+  /** Rows of per-minute outcome counts deleted (older than `outcomeStatsRetentionDays`). */
+  outcomeStats: number;
   ms: number;
 }
 
@@ -42,17 +55,44 @@ export async function runCleanup(db: Database, options: CleanupOptions = {}): Pr
   const batchSize = options.batchSize ?? 1_000;
   const retentionHours = options.processedEventsRetentionHours ?? DEFAULT_PROCESSED_EVENTS_RETENTION_HOURS;
   const started = performance.now();
-  const store = createPrismaIdempotencyStore(
-    db,
-    options.idempotencyKeysTable ? { table: options.idempotencyKeysTable } : {},
-  );
-  const idempotencyKeys = await cleanupExpiredKeys(store, { batchSize });
+  const storeOptions = options.idempotencyKeysTable ? { table: options.idempotencyKeysTable } : {};
+  // The library's batch delete, run inside a transaction that also counts what it deleted.
+  const countedBatches = {
+    deleteExpiredBatch: (size: number) =>
+      db.$transaction(
+        async (tx) => {
+          const store = createPrismaIdempotencyStore(transactionAsClient(tx), storeOptions);
+          const deleted = await store.deleteExpiredBatch(size);
+          await incrementCounter(tx, WorkerCounter.keysRemoved, deleted);
+          return deleted;
+        },
+        { timeout: 60_000 },
+      ),
+  };
+  const idempotencyKeys = await cleanupExpiredKeys(countedBatches, { batchSize });
   const processedEvents = await deleteOldProcessedEvents(db, {
     batchSize,
     retentionHours,
     table: options.processedEventsTable,
   });
-  return { idempotencyKeys, processedEvents, retentionHours, ms: performance.now() - started };
+  const outcomeStats = await deleteOldOutcomeStats(db, {
+    retentionDays: options.outcomeStatsRetentionDays ?? DEFAULT_OUTCOME_STATS_RETENTION_DAYS,
+    table: options.outcomeStatsTable,
+  });
+  await incrementCounter(db, WorkerCounter.cleanupRuns);
+  return { idempotencyKeys, processedEvents, retentionHours, outcomeStats, ms: performance.now() - started };
+}
+
+/**
+ * An interactive transaction seen as the client the store expects. The store's batch delete only runs raw SQL;
+ * a nested transaction is never needed there, so asking for one is a bug and fails loudly.
+ */
+function transactionAsClient(tx: SqlExecutor): PrismaClientLike {
+  return {
+    $queryRawUnsafe: (query, ...values) => tx.$queryRawUnsafe(query, ...values),
+    $executeRawUnsafe: (query, ...values) => tx.$executeRawUnsafe(query, ...values),
+    $transaction: () => Promise.reject(new Error('cleanup: already inside a transaction')),
+  };
 }
 
 /** The one log line of a run. */
@@ -61,7 +101,23 @@ export function formatCleanupSummary(summary: CleanupSummary): string {
   return (
     `cleanup: deleted ${keys.deleted} expired idempotency keys (${keys.batches} batch(es)) and ` +
     `${events.deleted} processed events older than ${summary.retentionHours} h (${events.batches} batch(es)) ` +
-    `in ${(summary.ms / 1000).toFixed(2)} s`
+    `and ${summary.outcomeStats} old outcome-stat rows in ${(summary.ms / 1000).toFixed(2)} s`
+  );
+}
+
+/**
+ * Keeps `idempotency_stats` (one row per minute, procedure and outcome) from growing forever. One statement:
+ * at most a minute's worth of rows per procedure and outcome become old between two runs.
+ */
+export async function deleteOldOutcomeStats(
+  db: Database,
+  { retentionDays, table = 'idempotency_stats' }: { retentionDays: number; table?: string | undefined },
+): Promise<number> {
+  if (!Number.isFinite(retentionDays) || retentionDays <= 0)
+    throw new RangeError(`retentionDays must be positive, got ${retentionDays}`);
+  return db.$executeRawUnsafe(
+    `delete from ${quoteTable(table)} where bucket < now() - make_interval(days => $1::int)`,
+    Math.ceil(retentionDays),
   );
 }
 
@@ -80,15 +136,26 @@ export async function deleteOldProcessedEvents(
   const name = quoteTable(table);
   let deleted = 0;
   let batches = 0;
+  const counter = WorkerCounter.processedEventsRemoved;
   for (;;) {
-    const count = await db.$executeRawUnsafe(
-      `delete from ${name} where ctid in (
-         select ctid from ${name}
-         where processed_at < now() - make_interval(secs => $1::double precision)
-         limit $2 for update skip locked)`,
+    // One statement: the batch delete and its count in operational_counters commit together.
+    const rows = await db.$queryRawUnsafe<Array<{ deleted: number }>>(
+      `with deleted as (
+         delete from ${name} where ctid in (
+           select ctid from ${name}
+           where processed_at < now() - make_interval(secs => $1::double precision)
+           limit $2 for update skip locked)
+         returning 1
+       ), counted as (
+         ${incrementCounterSql('select $3, $4, count(*), now() from deleted having count(*) > 0')}
+       )
+       select count(*)::int as deleted from deleted`,
       retentionHours * 3600,
       batchSize,
+      counter.name,
+      counter.label,
     );
+    const count = rows[0]?.deleted ?? 0;
     batches += 1;
     deleted += count;
     if (count < batchSize) break;

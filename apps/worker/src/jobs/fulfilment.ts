@@ -18,6 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, OrderStatus } from '@idem/db';
 import { type FulfilmentJob, fulfilmentJobSchema, type PgBoss, Queue } from '@idem/jobs';
+import { incrementCounterSql, WorkerCounter } from '../counters.ts';
 import { consoleLogger, type Logger } from '../log.ts';
 import { NO_TEST_HOOKS, type WorkerTestHooks } from '../test-hooks.ts';
 
@@ -92,7 +93,7 @@ export async function fulfilOrder(
   }
 
   const kind = hooks.disableDedupe ? perDeliveryKind(options.delivery) : 'receipt';
-  const receiptCreated = await writeReceipt(db, orderId, kind);
+  const receiptCreated = await writeReceipt(db, orderId, kind, !shipmentCreated);
 
   if (hooks.pauseAfterReceiptMs > 0) {
     log.info(`fulfilment ${orderId}: TEST pause ${hooks.pauseAfterReceiptMs} ms after receipt`);
@@ -125,8 +126,18 @@ async function shipPaidOrder(db: Database, orderId: string): Promise<boolean> {
   });
 }
 
-/** tx 2 (one statement): the receipt, only for a shipped order, at most once per (order, kind). */
-async function writeReceipt(db: Database, orderId: string, kind: string): Promise<boolean> {
+/**
+ * tx 2 (one statement): the receipt, only for a shipped order, at most once per (order, kind). When the
+ * receipt is already there and this delivery shipped nothing either (`nothingShippedHere`), the delivery was
+ * a duplicate the unique keys absorbed: the same statement counts it in `operational_counters`
+ * (job_duplicates_dropped), so the count commits if and only if the delivery's last step did.
+ */
+async function writeReceipt(
+  db: Database,
+  orderId: string,
+  kind: string,
+  nothingShippedHere: boolean,
+): Promise<boolean> {
   const order = await db.order.findUniqueOrThrow({
     where: { id: orderId },
     select: {
@@ -139,12 +150,29 @@ async function writeReceipt(db: Database, orderId: string, kind: string): Promis
     },
   });
   const { subject, body } = renderReceipt(orderId, order);
-  const inserted = await db.$executeRaw`
-    insert into outbox_emails (id, order_id, kind, recipient, subject, body)
-    select gen_random_uuid(), o.id, ${kind}, o.email, ${subject}, ${body}
-    from orders o where o.id = ${orderId}::uuid and o.status = 'shipped'
-    on conflict (order_id, kind) do nothing`;
-  return inserted === 1;
+  const counter = WorkerCounter.fulfilmentDuplicatesDropped;
+  const rows = await db.$queryRawUnsafe<Array<{ inserted: number }>>(
+    `with receipt as (
+       insert into outbox_emails (id, order_id, kind, recipient, subject, body)
+       select gen_random_uuid(), o.id, $2, o.email, $3, $4
+       from orders o where o.id = $1::uuid and o.status = 'shipped'
+       on conflict (order_id, kind) do nothing
+       returning 1
+     ), duplicate as (
+       ${incrementCounterSql(`select $6, $7, 1, now()
+         where $5::boolean and not exists (select 1 from receipt)
+           and exists (select 1 from orders where id = $1::uuid and status = 'shipped')`)}
+     )
+     select count(*)::int as inserted from receipt`,
+    orderId,
+    kind,
+    subject,
+    body,
+    nothingShippedHere,
+    counter.name,
+    counter.label,
+  );
+  return rows[0]?.inserted === 1;
 }
 
 interface ReceiptOrder {

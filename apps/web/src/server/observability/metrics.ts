@@ -3,7 +3,7 @@
  * server re-evaluates modules (registering a metric twice throws).
  */
 import type { IdempotencyEvent } from '@idem/idempotency/trpc';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 function createMetrics() {
   const registry = new Registry();
@@ -27,6 +27,45 @@ function createMetrics() {
       name: 'idem_webhook_events_total',
       help: 'Provider webhook deliveries by event type and result (applied, duplicate, ignored).',
       labelNames: ['type', 'result'] as const,
+      registers: [registry],
+    }),
+    // Read from the database at scrape time (database-metrics.ts): the same values from every web process.
+    keysInFlight: new Gauge({
+      name: 'idem_keys_in_flight',
+      help: 'Idempotency keys being processed now (state processing, lease live).',
+      registers: [registry],
+    }),
+    leasesExpired: new Gauge({
+      name: 'idem_leases_expired',
+      help: 'Idempotency keys still processing whose lease has ended: a crashed owner, until a retry takes the key over or an admin evicts it.',
+      registers: [registry],
+    }),
+    cleanupRuns: new Counter({
+      name: 'idem_cleanup_runs_total',
+      help: 'Finished cleanup runs (worker schedule and pnpm idem:cleanup), all processes.',
+      registers: [registry],
+    }),
+    cleanupRowsRemoved: new Counter({
+      name: 'idem_cleanup_rows_removed_total',
+      help: 'Rows deleted by the cleanup, by table (idempotency_keys, processed_events), all processes.',
+      labelNames: ['table'] as const,
+      registers: [registry],
+    }),
+    webhookDuplicatesDropped: new Counter({
+      name: 'idem_webhook_duplicates_dropped_total',
+      help: 'Webhook deliveries whose event id was already in processed_events (nothing applied), all processes.',
+      labelNames: ['source'] as const,
+      registers: [registry],
+    }),
+    jobDuplicatesDropped: new Counter({
+      name: 'idem_job_duplicates_dropped_total',
+      help: 'Job deliveries that found their effects already done (absorbed by unique keys), by queue, all workers.',
+      labelNames: ['queue'] as const,
+      registers: [registry],
+    }),
+    databaseUp: new Gauge({
+      name: 'idem_metrics_database_up',
+      help: '1 if this scrape read the database-backed metrics, 0 if the query failed (they then keep their last values).',
       registers: [registry],
     }),
   };

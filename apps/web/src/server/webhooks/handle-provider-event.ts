@@ -5,6 +5,7 @@
  */
 import type { Database, Prisma } from '@idem/db';
 import { z } from 'zod';
+import { PersistedCounter } from '../observability/persisted-counters.ts';
 import {
   markOrderPaid,
   markOrderPaymentFailed,
@@ -35,7 +36,14 @@ export async function handleProviderEvent(deps: WebhookDeps, event: ProviderEven
       const claimed = await tx.$queryRaw<Array<{ id: string }>>`
         insert into processed_events (id, source, type) values (${event.id}, 'provider', ${event.type})
         on conflict (id) do nothing returning id`;
-      if (claimed.length === 0) return { duplicate: true } as const;
+      if (claimed.length === 0) {
+        // Counted in the same transaction, for /api/metrics across every web process.
+        await tx.$executeRaw`
+          insert into operational_counters as c (name, label, value, updated_at)
+          values (${PersistedCounter.webhookDuplicatesDropped}, 'provider', 1, now())
+          on conflict (name, label) do update set value = c.value + 1, updated_at = now()`;
+        return { duplicate: true } as const;
+      }
     }
     return { duplicate: false, effect: await applyEvent(deps, tx, event) } as const;
   });
