@@ -191,7 +191,8 @@ async function main() {
   log(`checkout ready at http://${host === '127.0.0.1' ? 'localhost' : host}:${webPort}`);
   log(`payment provider at ${providerUrl}`);
   log('demo API tokens (Authorization: Bearer <token>):');
-  for (const demo of demoUsers) log(`  ${demo.email.padEnd(20)} ${demo.token}`);
+  for (const demo of demoUsers)
+    log(`  ${demo.email.padEnd(20)} ${demo.token}${demo.role === 'admin' ? '  (admin: sign in at /admin/login)' : ''}`);
   log('press Ctrl-C to stop');
 }
 
