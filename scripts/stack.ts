@@ -192,7 +192,9 @@ async function main() {
   log(`payment provider at ${providerUrl}`);
   log('demo API tokens (Authorization: Bearer <token>):');
   for (const demo of demoUsers)
-    log(`  ${demo.email.padEnd(20)} ${demo.token}${demo.role === 'admin' ? '  (admin: sign in at /admin/login)' : ''}`);
+    log(
+      `  ${demo.email.padEnd(20)} ${demo.token}${demo.role === 'admin' ? '  (admin: sign in at /admin/login)' : ''}`,
+    );
   log('press Ctrl-C to stop');
 }
 
