@@ -140,8 +140,8 @@ describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process'
     expect(result.atKill).toMatchObject({ status: 'shipped', shipments: 1, receipts: [] });
     expect(['active', 'retry']).toContain(result.jobAtKill?.state);
     expect(result.jobAtKill).toMatchObject({ retry_count: 0 });
-    // After the redelivery.
-    expect(result.job.retry_count).toBe(1);
+    // After the redelivery (one, or more when the 2 s test expiry fires again on a loaded machine).
+    expect(result.job.retry_count).toBeGreaterThanOrEqual(1);
     expect(result.after.status).toBe('shipped');
     expect(result.after.shipments).toBe(1);
     expect(result.after.receipts.map((r) => r.kind)).toEqual(['receipt']);
