@@ -124,7 +124,13 @@ describe('classifyFailure', () => {
       httpError(422, 'UNPROCESSABLE_CONTENT'),
       'final',
     ],
-    ['429 TOO_MANY_REQUESTS', httpError(429, 'TOO_MANY_REQUESTS'), 'final'],
+    // Refused before anything ran (the in-flight cap): nothing stored, the same key is safe to resend.
+    ['429 TOO_MANY_REQUESTS', httpError(429, 'TOO_MANY_REQUESTS', { 'Retry-After': '1' }), 'retry'],
+    [
+      'a code without httpStatus: TOO_MANY_REQUESTS',
+      { name: 'TRPCClientError', data: { code: 'TOO_MANY_REQUESTS' } },
+      'retry',
+    ],
     ['abort', TRPCClientError.from(new DOMException('aborted', 'AbortError')), 'final'],
     ['timeout signal', TRPCClientError.from(new DOMException('timed out', 'TimeoutError')), 'final'],
     [

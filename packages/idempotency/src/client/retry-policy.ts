@@ -7,7 +7,9 @@
  * - no HTTP response at all (fetch failed, connection reset, an unreadable body): the request may or may not
  *   have reached the server — the same key makes re-sending it harmless;
  * - HTTP 5xx: a transient failure; the server released the key, so a retry runs again;
- * - HTTP 409 (CONFLICT): the same key is still in flight; wait (`Retry-After`) and ask again.
+ * - HTTP 409 (CONFLICT): the same key is still in flight; wait (`Retry-After`) and ask again;
+ * - HTTP 429 (TOO_MANY_REQUESTS): refused before anything ran (the caller has too many keys in flight, or a
+ *   rate limit); nothing was stored, so the same key is safe to send again after `Retry-After`.
  * Everything else is final: 4xx validation, 401/403, 402 declined, 422 out of stock or key reused, … A retry
  * with the same key would only replay the same answer (or fail the same way).
  */
@@ -65,8 +67,8 @@ export function parseRetryAfter(
 }
 
 export type FailureClass = 'retry' | 'final';
-/** Why a failure is retried: no response, a 5xx, or a 409 (the same key is still in flight). */
-export type RetryReason = 'network' | 'server-error' | 'in-progress';
+/** Why a failure is retried: no response, a 5xx, a 409 (the same key is still in flight), or a 429. */
+export type RetryReason = 'network' | 'server-error' | 'in-progress' | 'throttled';
 
 /** The error's `data` (a tRPC error response's data: `code`, `httpStatus`, …), if the server sent one. */
 const errorData = (error: unknown): unknown => property(error, 'data');
@@ -113,18 +115,20 @@ export function retryReasonOf(error: unknown): RetryReason | undefined {
   const status = httpStatusOf(error);
   if (status !== undefined) {
     if (status >= 500 && status <= 599) return 'server-error';
+    if (status === 429) return 'throttled';
     return status === 409 ? 'in-progress' : undefined;
   }
   const code = property(errorData(error), 'code');
   if (typeof code === 'string') {
     if (code === 'CONFLICT') return 'in-progress';
+    if (code === 'TOO_MANY_REQUESTS') return 'throttled';
     return SERVER_ERROR_CODE.test(code) ? 'server-error' : undefined;
   }
   return isNetworkError(error) ? 'network' : undefined;
 }
 
 /**
- * `'retry'` for a network error (no response), an HTTP 5xx, or a 409 in-progress (CONFLICT); `'final'` for
+ * `'retry'` for a network error (no response), an HTTP 5xx, a 409 in-progress (CONFLICT) or a 429; `'final'` for
  * everything else — 400 validation, 401/403, 402 declined, 422 (out of stock, or the key reused with another
  * payload), an abort.
  */
