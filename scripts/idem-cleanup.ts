@@ -9,7 +9,7 @@ import { EMBEDDED_PASSWORD, EMBEDDED_USER } from './lib/postgres.ts';
 
 const embeddedDevUrl = `postgresql://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${process.env.EMBEDDED_PG_PORT ?? 54329}/idem`;
 const connectionString = process.env.DATABASE_URL ?? embeddedDevUrl;
-const batchSize = Number(process.env.IDEM_CLEANUP_BATCH ?? 1_000);
+const batchSize = Number(process.env.IDEM_CLEANUP_BATCH ?? 10_000);
 const retentionHours = Number(process.env.PROCESSED_EVENTS_RETENTION_HOURS ?? 72);
 
 const db = createPrismaClient({ connectionString, max: 1 });

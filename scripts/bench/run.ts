@@ -9,7 +9,8 @@
  * unprotected interleaved in each run. Writes docs/bench-results.json and docs/bench-chart.svg.
  *
  * Knobs (environment): BENCH_RUNS (5), BENCH_P1_SECONDS (3), BENCH_P2_SECONDS (5), BENCH_P3_KEYS (200),
- * BENCH_PGBENCH_SECONDS (4; 0 skips the pgbench floor), BENCH_VERBOSE=1 (forward the server's output).
+ * BENCH_PGBENCH_SECONDS (4; 0 skips the pgbench floor), BENCH_VERBOSE=1 (forward the server's output),
+ * BENCH_PEERS=0 (skip the peers section, scripts/bench/peers/; its own knobs are in peers/config.ts).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -32,6 +33,10 @@ import {
   useExternalServer,
   withDatabase,
 } from '../lib/postgres.ts';
+import { peerSettingsFromEnv } from './peers/config.ts';
+import { formatPeersReport } from './peers/report.ts';
+import { runPeerBench } from './peers/run-peers.ts';
+import { keptStorageResults } from './storage/results-file.ts';
 
 const RUNS = Math.max(5, intEnv('BENCH_RUNS', 5));
 const P1_SECONDS = intEnv('BENCH_P1_SECONDS', 3);
@@ -41,6 +46,7 @@ const P3_KEYS = intEnv('BENCH_P3_KEYS', 200);
 const P5_BURST = 50;
 const PGBENCH_SECONDS = intEnv('BENCH_PGBENCH_SECONDS', 4);
 const VERBOSE = process.env.BENCH_VERBOSE === '1';
+const PEERS = process.env.BENCH_PEERS !== '0';
 
 const WEB_DIR = path.join(repoRoot, 'apps/web');
 const NEXT_BIN = path.join(WEB_DIR, 'node_modules/next/dist/bin/next');
@@ -448,7 +454,8 @@ async function main() {
   await client.query(
     'create table if not exists bench_effects (id bigserial primary key, n int, at timestamptz default now())',
   );
-  const pgVersion = (await client.query<{ v: string }>('show server_version')).rows[0]?.v ?? '?';
+  const pgVersion =
+    (await client.query<{ v: string }>("select current_setting('server_version') as v")).rows[0]?.v ?? '?';
   log('migrated and seeded; bench_effects created');
 
   const provider = await startProvider({ databaseUrl, port: 0, log: () => {} });
@@ -486,6 +493,16 @@ async function main() {
 
   log(`pgbench floor (${PGBENCH_SECONDS} s × ${RUNS} runs, 1 client)`);
   const floor = pgbenchFloor(databaseUrl);
+
+  // Peers on the same handler (scripts/bench/peers/): own server processes on this scratch database.
+  const peers = PEERS
+    ? await runPeerBench({
+        databaseUrl,
+        settings: peerSettingsFromEnv(),
+        log: (line) => log(`peers: ${line}`),
+        verbose: VERBOSE,
+      }).catch((error: unknown) => ({ skipped: messageOf(error) }))
+    : { skipped: 'BENCH_PEERS=0' };
 
   const p1Ratio = median(results.map((r) => r.p1.protected / r.p1.unprotected));
   const p2Ratio = median(results.map((r) => r.p2.protected / r.p2.unprotected));
@@ -569,6 +586,7 @@ async function main() {
   }
   if (!('ratio' in floor)) console.log(`pgbench floor skipped: ${floor.skipped}`);
   if (failures > 0) console.log(`WARNING: ${failures} non-2xx responses or connection errors during P1–P3`);
+  console.log(`\nPeers on the same handler:\n\n${formatPeersReport(peers)}`);
 
   const machine = {
     cpus: os.cpus().length,
@@ -593,6 +611,8 @@ async function main() {
     pgbenchFloor: floor,
     failures,
     runs: results,
+    peers,
+    storage: keptStorageResults(), // written by `pnpm bench:storage` (scripts/bench/storage/)
   };
   writeFileSync(path.join(repoRoot, 'docs/bench-results.json'), `${JSON.stringify(json, null, 2)}\n`);
   writeFileSync(

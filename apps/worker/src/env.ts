@@ -30,7 +30,7 @@ const envSchema = z.object({
   WORKER_SHUTDOWN_GRACE_SECONDS: numberFromEnv(1, 10),
   /** Cron (UTC) of the cleanup job; `off` removes the schedule (e.g. when `pnpm idem:cleanup` runs from cron). */
   IDEM_CLEANUP_CRON: z.preprocess(blankIsUnset, z.string().default('*/5 * * * *')),
-  IDEM_CLEANUP_BATCH: intFromEnv(1, 1_000),
+  IDEM_CLEANUP_BATCH: intFromEnv(1, 10_000),
   /** Keep processed events at least as long as the provider retries a webhook (Stripe: 3 days). */
   PROCESSED_EVENTS_RETENTION_HOURS: intFromEnv(1, 72),
   WORKER_TEST_HOOKS: z.string().optional(),

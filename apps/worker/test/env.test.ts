@@ -21,7 +21,7 @@ describe('parseWorkerEnv', () => {
       maintenanceIntervalSeconds: 10,
       shutdownGraceSeconds: 10,
       cleanupCron: '*/5 * * * *',
-      cleanupBatchSize: 1000,
+      cleanupBatchSize: 10_000,
       processedEventsRetentionHours: 72,
       testHooks: { pauseAfterShipmentMs: 0, pauseAfterReceiptMs: 0, disableDedupe: false },
       ignoredTestHooks: [],
@@ -45,7 +45,7 @@ describe('parseWorkerEnv', () => {
       fulfilmentConcurrency: 4,
       pollingIntervalSeconds: 0.5,
       cleanupCron: null,
-      cleanupBatchSize: 1000,
+      cleanupBatchSize: 10_000,
       processedEventsRetentionHours: 96,
     });
   });

@@ -555,6 +555,57 @@ describe('cleanup', () => {
     expect(calls).toBe(1);
   });
 
+  it('refuses a partitioned key table (a ctid is unique only per partition); control: the ctid delete hits a live key', async () => {
+    const table = uniqueTableName('parted_keys');
+    const probe = `${table}_probe`;
+    const createParted = async (name: string) => {
+      await db.$executeRawUnsafe(
+        `create table "${name}" (like idempotency_keys including defaults, primary key (scope, procedure, key))
+         partition by hash (scope)`,
+      );
+      for (const remainder of [0, 1])
+        await db.$executeRawUnsafe(
+          `create table "${name}_${remainder}" partition of "${name}" for values with (modulus 2, remainder ${remainder})`,
+        );
+    };
+    try {
+      await createParted(table);
+      await createParted(probe);
+      // Two scopes that hash to different partitions (found on a probe table, so the real one gets exactly one
+      // row per partition, each at ctid (0,1)).
+      await db.$executeRawUnsafe(
+        `insert into "${probe}" (scope, procedure, key, fingerprint, state, created_at, expires_at)
+         select 'partition-' || i, 'p', 'k', 'f', 'completed', now(), now() from generate_series(1, 20) i`,
+      );
+      const [expired, live] = (
+        await db.$queryRawUnsafe<Array<{ scope: string }>>(
+          `select distinct on (tableoid) scope from "${probe}" order by tableoid, scope`,
+        )
+      ).map((row) => row.scope);
+      await db.$executeRawUnsafe(
+        `insert into "${table}" (scope, procedure, key, fingerprint, state, created_at, expires_at)
+         values ($1, 'p', 'k', 'f', 'completed', now(), now() - interval '1 second'),
+                ($2, 'p', 'k', 'f', 'completed', now(), now() + interval '1 day')`,
+        expired,
+        live,
+      );
+      const count = async () =>
+        (await db.$queryRawUnsafe<Array<{ n: number }>>(`select count(*)::int as n from "${table}"`))[0]?.n;
+
+      const parted = createPrismaIdempotencyStore(db, { table });
+      await expect(parted.deleteExpiredBatch(100)).rejects.toThrow(/partitioned/);
+      expect(await count()).toBe(2);
+
+      // Control: the ctid-named batch delete on this table also deletes the LIVE key sharing the slot (0,1).
+      await db.$executeRawUnsafe(
+        `delete from "${table}" where ctid in (select ctid from "${table}" where expires_at <= now() limit 100)`,
+      );
+      expect(await count()).toBe(0);
+    } finally {
+      await db.$executeRawUnsafe(`drop table if exists "${table}", "${probe}"`);
+    }
+  });
+
   it('rejects a table name that is not an identifier', () => {
     expect(() => createPrismaIdempotencyStore(db, { table: 'keys; drop table x' })).toThrow(/Invalid table/);
     expect(() => createPrismaIdempotencyStore(db, { table: 'public.idempotency_keys' })).not.toThrow();

@@ -11,7 +11,7 @@ export interface CleanupResult {
  */
 export async function cleanupExpiredKeys(
   store: Pick<IdempotencyStore<unknown>, 'deleteExpiredBatch'>,
-  { batchSize = 1_000, maxBatches = Number.POSITIVE_INFINITY } = {},
+  { batchSize = 10_000, maxBatches = Number.POSITIVE_INFINITY } = {},
 ): Promise<CleanupResult> {
   // Fix: with batchSize 0 (e.g. `IDEM_CLEANUP_BATCH=` → Number('') = 0), `count < batchSize` never held and the
   // loop never ended; a negative or fractional size only failed in SQL. Reject them up front.

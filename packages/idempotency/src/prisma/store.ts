@@ -60,7 +60,8 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   db: TClient,
   options: PrismaStoreOptions = {},
 ): IdempotencyStore<PrismaTransactionLike<TClient>> {
-  const table = quoteTable(options.table ?? 'idempotency_keys');
+  const tableName = options.table ?? 'idempotency_keys';
+  const table = quoteTable(tableName);
   const where = 'scope = $1 and procedure = $2 and key = $3';
   const keyParams = (key: RecordKey) => [key.scope, key.procedure, key.key];
   const on = (tx?: SqlExecutor): SqlExecutor => tx ?? db;
@@ -179,6 +180,32 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     );
   }
 
+  /**
+   * Fix (found by pnpm bench:storage): the batch delete names rows by `ctid`, which is unique only within one
+   * partition — on a partitioned key table it deleted the same slot in every partition, live keys included
+   * (640 rows for a batch of 100 on 8 hash partitions). Partitioning this table is not supported (a range on
+   * time also breaks the primary key: docs/SCALING.md), so the cleanup refuses one, checked once per store.
+   */
+  let partitionCheck: Promise<void> | null = null;
+  function refusePartitionedTable(): Promise<void> {
+    if (partitionCheck) return partitionCheck;
+    const check = Promise.resolve(
+      db.$queryRawUnsafe<Array<{ relkind: string }>>(
+        'select relkind::text as relkind from pg_class where oid = $1::regclass',
+        table,
+      ),
+    ).then((rows) => {
+      if (rows[0]?.relkind === 'p')
+        throw new Error(`${tableName} is partitioned: deleteExpiredBatch supports a plain table only`);
+    });
+    // A failed check (connection lost) is tried again next time; a partitioned table fails every time.
+    check.catch(() => {
+      partitionCheck = null;
+    });
+    partitionCheck = check;
+    return check;
+  }
+
   /** Transactions opened by `transaction()`, with the lock timeout their first claim must set. */
   const lockTimeouts = new WeakMap<object, number>();
 
@@ -271,6 +298,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     isLockTimeout: (error) => hasPostgresCode(error, '55P03'),
 
     async deleteExpiredBatch(batchSize) {
+      await refusePartitionedTable();
       // SKIP LOCKED: two cleanups running at once split the work instead of waiting on each other.
       return db.$executeRawUnsafe(
         `delete from ${table} where ctid in (

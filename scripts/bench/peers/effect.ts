@@ -1,0 +1,37 @@
+/**
+ * THE handler every contender runs: one interactive Prisma transaction that inserts one `bench_effects` row and
+ * returns `{ id, at }`. The same body as `bench.protected` / `bench.unprotected` in
+ * apps/web/src/server/routers/bench.ts (copied, not imported: that module pulls in the whole app's env).
+ */
+import type { Database } from '@idem/db';
+
+export interface SqlRunner {
+  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): PromiseLike<T>;
+}
+
+export interface Effect {
+  id: number;
+  at: Date;
+}
+
+export async function insertEffect(tx: SqlRunner, n: number): Promise<Effect> {
+  const rows = await tx.$queryRawUnsafe<Array<{ id: bigint | number; at: Date }>>(
+    'insert into bench_effects (n) values ($1) returning id, at',
+    n,
+  );
+  const row = rows[0];
+  if (!row) throw new Error('bench_effects: insert returned no row');
+  return { id: Number(row.id), at: row.at };
+}
+
+/** The unprotected path, and what the peers wrap: the insert in its own interactive transaction. */
+export function runEffect(db: Database, n: number): Promise<Effect> {
+  return db.$transaction((tx) => insertEffect(tx, n));
+}
+
+/** The request body every contender accepts: `{ "n": <int> }`. null when it is anything else. */
+export function parseInput(body: unknown): { n: number } | null {
+  if (typeof body !== 'object' || body === null || !('n' in body)) return null;
+  const { n } = body as { n: unknown };
+  return typeof n === 'number' && Number.isInteger(n) ? { n } : null;
+}

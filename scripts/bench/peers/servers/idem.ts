@@ -1,0 +1,73 @@
+/**
+ * (b) Idem, outside Next: `@idem/idempotency/trpc` `transactional()` on a tRPC standalone server, with the Prisma
+ * store. `bench.protected` and `bench.unprotected` run the same handler; the only difference is the middleware
+ * (the claim, the handler's insert and the stored result commit in ONE transaction). No transformer on this
+ * router, so the idempotency layer gets the identity transformer (its replay is then byte-identical JSON).
+ */
+import type { Database } from '@idem/db';
+import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '@idem/idempotency/prisma';
+import { createIdempotency } from '@idem/idempotency/trpc';
+import { z } from 'zod';
+import { insertEffect, runEffect } from '../effect.ts';
+import { trpc, trpcStandalone } from './trpc-server.ts';
+import type { StartServer } from './types.ts';
+
+interface BenchContext {
+  /** The principal the keys belong to; this bench has one caller. */
+  scope: string;
+  headers: Headers;
+  /** Filled by the middleware (Idempotent-Replayed, Retry-After), sent by `responseMeta`. */
+  resHeaders: Headers;
+  isBatch: boolean;
+}
+
+const identityTransformer = {
+  serialize: (value: unknown) => value,
+  deserialize: (value: unknown) => value,
+};
+
+const benchInput = z.object({ n: z.number().int() });
+
+function toHeaders(raw: NodeJS.Dict<string | string[]>): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(raw)) {
+    if (typeof value === 'string') headers.set(name, value);
+    else if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+  }
+  return headers;
+}
+
+function createBenchRouter(db: Database) {
+  const t = trpc.initTRPC.context<BenchContext>().create();
+  const idempotency = createIdempotency<BenchContext, PrismaTransactionLike<Database>>({
+    store: createPrismaIdempotencyStore(db),
+    transformer: identityTransformer,
+    getScope: (ctx) => ctx.scope,
+    getRequestHeaders: (ctx) => ctx.headers,
+    getResponseHeaders: (ctx) => ctx.resHeaders,
+    isBatched: (ctx) => ctx.isBatch,
+  });
+  return t.router({
+    bench: t.router({
+      unprotected: t.procedure.input(benchInput).mutation(({ input }) => runEffect(db, input.n)),
+      protected: t.procedure
+        .concat(idempotency.transactional())
+        .input(benchInput)
+        .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
+    }),
+  });
+}
+
+export const startIdem: StartServer = async ({ db }) => {
+  const server = trpcStandalone.createHTTPServer({
+    router: createBenchRouter(db),
+    createContext: ({ req, info }): BenchContext => ({
+      scope: 'bench',
+      headers: toHeaders(req.headers),
+      resHeaders: new Headers(),
+      isBatch: info.isBatchCall && info.calls.length > 1,
+    }),
+    responseMeta: ({ ctx }) => (ctx ? { headers: ctx.resHeaders } : {}),
+  });
+  return { server, close: async () => {} };
+};

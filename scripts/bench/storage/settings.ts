@@ -1,0 +1,101 @@
+/**
+ * The storage bench's knobs (environment variables), read once. Defaults keep `pnpm bench:storage` around
+ * three minutes on a 2-core machine; the 10 M-row growth step is behind BENCH_GROWTH_ROWS.
+ */
+
+export interface CleanupVariant {
+  mode: 'worker' | 'store' | 'ordered';
+  /** 0 = the default batch size. */
+  batch: number;
+}
+
+export interface StorageSettings {
+  /** Which sections run, in this order: p6, partitions, growth. */
+  sections: ReadonlySet<'p6' | 'partitions' | 'growth'>;
+  /** P6: expired keys bulk-loaded before the cleanup runs. */
+  p6Rows: number;
+  /** P6: live (unexpired) keys loaded next to them; the cleanup must leave every one of them. */
+  p6LiveRows: number;
+  /** P6: batch size of the worker's cleanup; 0 = the worker's own default. */
+  p6Batch: number;
+  /**
+   * P6: more cleanups to time, one reload of the expired keys each, as `<mode>:<batch>`: mode `worker`
+   * (runCleanup, as scheduled), `store` (the library's bare batches) or `ordered` (a candidate statement, see
+   * cleanup-worker.ts), e.g. "store:1000,worker:10000,ordered:1000".
+   */
+  p6Variants: CleanupVariant[];
+  /** P6: claims without cleanup before the cleanup starts (the baseline window), seconds. */
+  p6BaselineSeconds: number;
+  /** P6: also time the cleanup with the expires_at index dropped, giving up after this many seconds (0 = skip). */
+  p6NoIndexSeconds: number;
+  /** Principals the keys are spread over. */
+  scopes: number;
+  /** Partitioned expiry: rows in the expired daily partition that is dropped (0 = skip the section). */
+  partitionRows: number;
+  /** Growth: table sizes, ascending; the table grows from one to the next. */
+  growthRows: number[];
+  /** Growth: timed operations per figure and size. */
+  growthSamples: number;
+  /** Growth: one key in this many belongs to a single heavy principal (an API integration); 0 = none. */
+  growthHeavyEvery: number;
+  /** Growth: timed operations for the heavy principal's figures (each can take 100s of ms at 10 M rows). */
+  growthHeavySamples: number;
+}
+
+export function readStorageSettings(env: NodeJS.ProcessEnv = process.env): StorageSettings {
+  const sections = listEnv(env, 'BENCH_STORAGE_SECTIONS', ['p6', 'partitions', 'growth']);
+  for (const section of sections) {
+    if (section !== 'p6' && section !== 'partitions' && section !== 'growth')
+      throw new Error(`BENCH_STORAGE_SECTIONS: unknown section ${section} (p6, partitions, growth)`);
+  }
+  const growthRows = listEnv(env, 'BENCH_GROWTH_ROWS', ['10000', '1000000']).map((raw) =>
+    parseCount('BENCH_GROWTH_ROWS', raw),
+  );
+  if (growthRows.some((rows, index) => index > 0 && rows <= (growthRows[index - 1] ?? 0)))
+    throw new Error('BENCH_GROWTH_ROWS must be ascending, e.g. 10000,1000000,10000000');
+  return {
+    sections: new Set(sections as Array<'p6' | 'partitions' | 'growth'>),
+    p6Rows: intEnv(env, 'BENCH_P6_ROWS', 1_000_000),
+    p6LiveRows: intEnv(env, 'BENCH_P6_LIVE_ROWS', 200_000),
+    p6Batch: intEnv(env, 'BENCH_P6_BATCH', 0),
+    p6Variants: listEnv(env, 'BENCH_P6_VARIANTS', []).map(parseVariant),
+    p6BaselineSeconds: intEnv(env, 'BENCH_P6_BASELINE_SECONDS', 5),
+    p6NoIndexSeconds: intEnv(env, 'BENCH_P6_NO_INDEX_SECONDS', 0),
+    scopes: Math.max(1, intEnv(env, 'BENCH_STORAGE_SCOPES', 100_000)),
+    partitionRows: intEnv(env, 'BENCH_PARTITION_ROWS', 1_000_000),
+    growthRows,
+    growthSamples: Math.max(20, intEnv(env, 'BENCH_GROWTH_SAMPLES', 1_000)),
+    growthHeavyEvery: intEnv(env, 'BENCH_GROWTH_HEAVY_EVERY', 100),
+    growthHeavySamples: Math.max(20, intEnv(env, 'BENCH_GROWTH_HEAVY_SAMPLES', 200)),
+  };
+}
+
+function intEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw.replaceAll('_', ''));
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer`);
+  return value;
+}
+
+function listEnv(env: NodeJS.ProcessEnv, name: string, fallback: string[]): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  return raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
+}
+
+function parseVariant(raw: string): CleanupVariant {
+  const [mode, batch = '0'] = raw.split(':');
+  if (mode !== 'worker' && mode !== 'store' && mode !== 'ordered')
+    throw new Error(`BENCH_P6_VARIANTS: ${raw} is not <worker|store|ordered>:<batch size>`);
+  return { mode, batch: batch === '0' ? 0 : parseCount('BENCH_P6_VARIANTS', batch) };
+}
+
+function parseCount(name: string, raw: string): number {
+  const value = Number(raw.replaceAll('_', ''));
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name}: ${raw} is not a positive integer`);
+  return value;
+}
