@@ -35,10 +35,10 @@ import { formatBytes, measureTableSize, type TableSize } from './table-size.ts';
 
 const TABLE = 'idempotency_keys';
 const TAG = 'growth';
-/** The partial index that serves the claim's in-flight count. */
+/** The index that serves the claim's in-flight count. */
 export const IN_FLIGHT_INDEX = {
   name: 'idempotency_keys_in_flight_idx',
-  definition: `create index idempotency_keys_in_flight_idx on ${TABLE} (scope) where state = 'processing'`,
+  definition: `create index idempotency_keys_in_flight_idx on ${TABLE} (scope, state)`,
 };
 
 export interface GrowthStep {
