@@ -24,11 +24,15 @@ export function keptStorageResults(file = RESULTS_FILE): unknown {
 }
 
 /**
- * Sets the `storage` entry of `file`, leaving everything else as it is, then lets Biome format it (`pnpm lint`
+ * Sets the `storage` entry of `file` (section by section), leaving everything else as it is, then lets Biome format it (`pnpm lint`
  * checks docs/*.json, and JSON.stringify spreads every short array over many lines). Formatting is best effort.
  */
 export function writeStorageResults(storage: unknown, file = RESULTS_FILE): void {
-  writeFileSync(file, `${JSON.stringify({ ...read(file), storage }, null, 2)}\n`);
+  const previous = read(file);
+  // A run of some sections only (BENCH_STORAGE_SECTIONS) replaces those sections and keeps the others.
+  const kept = typeof previous.storage === 'object' && previous.storage !== null ? previous.storage : {};
+  const merged = typeof storage === 'object' && storage !== null ? { ...kept, ...storage } : storage;
+  writeFileSync(file, `${JSON.stringify({ ...previous, storage: merged }, null, 2)}\n`);
   spawnSync(path.join(repoRoot, 'node_modules/.bin/biome'), ['format', '--write', file], {
     cwd: repoRoot,
     stdio: 'ignore',
