@@ -19,7 +19,6 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import autocannon from 'autocannon';
 import pg from 'pg';
 import { startProvider } from '../../apps/provider/src/index.ts';
 import { demoUsers } from '../../prisma/seed-data.ts';
@@ -33,6 +32,7 @@ import {
   useExternalServer,
   withDatabase,
 } from '../lib/postgres.ts';
+import { cannon as runCannon, type LoadSample as Sample } from './cannon.ts';
 import { peerSettingsFromEnv } from './peers/config.ts';
 import { formatPeersReport } from './peers/report.ts';
 import { runPeerBench } from './peers/run-peers.ts';
@@ -152,51 +152,19 @@ function requestHeaders(key: string): Record<string, string> {
 
 const body = (n: number) => JSON.stringify({ json: { n } });
 
-interface Sample {
-  latencies: number[];
-  ok: number;
-  failed: number;
-  seconds: number;
-}
-
-/**
- * One autocannon run against `bench.<procedure>`. `nextKey` gives the Idempotency-Key of each request (a fresh
- * UUID by default); latencies come from the per-response event (float ms) rather than the integer histogram.
- */
-async function cannon(
+/** One autocannon run against `bench.<procedure>` (scripts/bench/cannon.ts). */
+function cannon(
   url: string,
   procedure: Procedure,
   options: { connections: number; duration?: number; amount?: number; nextKey?: () => string; n?: number },
 ): Promise<Sample> {
-  const nextKey = options.nextKey ?? (() => randomUUID());
-  const latencies: number[] = [];
-  const instance = autocannon({
-    url,
-    connections: options.connections,
-    ...(options.amount === undefined ? { duration: options.duration ?? 1 } : { amount: options.amount }),
-    requests: [
-      {
-        method: 'POST',
-        path: `/api/trpc/bench.${procedure}`,
-        body: body(options.n ?? 1),
-        setupRequest: (request) => ({ ...request, headers: requestHeaders(nextKey()) }),
-      },
-    ],
+  const { n, ...rest } = options;
+  return runCannon(url, {
+    ...rest,
+    path: `/api/trpc/bench.${procedure}`,
+    body: body(n ?? 1),
+    headers: requestHeaders,
   });
-  // The tracker emits (client, status, bytes, responseTime); @types/autocannon omits the client argument.
-  (instance as unknown as NodeJS.EventEmitter).on(
-    'response',
-    (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
-      latencies.push(responseTime);
-    },
-  );
-  const result = await instance;
-  return {
-    latencies,
-    ok: result['2xx'],
-    failed: result.non2xx + result.errors,
-    seconds: (result.finish.getTime() - result.start.getTime()) / 1000,
-  };
 }
 
 async function countEffects(client: pg.Client, n?: number): Promise<number> {

@@ -19,12 +19,12 @@ import {
   registerIdempotencyConformance,
   runIdempotencyConformance,
 } from '@idem/idempotency/testing';
-import { startProvider } from '@idem/provider';
-import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
+import type { startProvider } from '@idem/provider';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PlaceOrderInput, placeOrderInput } from '~/lib/schemas';
-import { type LoopbackServer, serveOnLoopback } from './helpers/loopback-http.ts';
+import type { PlaceOrderInput } from '~/lib/schemas';
+import { type CheckoutServers, startCheckoutServers } from './helpers/checkout-servers.ts';
+import type { LoopbackServer } from './helpers/loopback-http.ts';
 
 const run = randomUUID().slice(0, 8).toLowerCase();
 const SKU = `CONFORMANCE-${run.toUpperCase()}`;
@@ -34,7 +34,7 @@ const store = createPrismaIdempotencyStore(db);
 let provider: Awaited<ReturnType<typeof startProvider>> | undefined;
 let app: LoopbackServer | undefined;
 let control: LoopbackServer | undefined;
-let disconnectAppDb: () => Promise<void> = async () => {};
+let servers: CheckoutServers | undefined;
 const principals = [
   { token: generateApiToken(), scope: '' },
   { token: generateApiToken(), scope: '' },
@@ -54,44 +54,12 @@ beforeAll(async () => {
     principal.scope = `user:${user.id}`;
   }
 
-  const databaseUrl = process.env.DATABASE_URL ?? '';
-  provider = await startProvider({ databaseUrl, port: 0, testKnobs: true });
-  // The app reads its environment once, at first import: point it at our provider before importing it.
-  process.env.PROVIDER_URL = provider.url;
-  const route = await import('~/app/api/trpc/[trpc]/route');
-  app = await serveOnLoopback({ GET: route.GET, POST: route.POST });
-
-  // The control: the same service and principal procedure, no idempotency middleware, a new order per call.
-  const { createTRPCContext, createTRPCRouter, principalProcedure } = await import('~/server/trpc');
-  const { placeOrder } = await import('~/server/services/place-order');
-  const unprotectedRouter = createTRPCRouter({
-    checkout: createTRPCRouter({
-      placeOrder: principalProcedure
-        .input(placeOrderInput)
-        .mutation(({ ctx, input }) =>
-          placeOrder(ctx, { principalId: ctx.principal.id, orderId: randomUUID(), input }),
-        ),
-    }),
-  });
-  const controlHandler = (req: Request) =>
-    fetchRequestHandler({
-      endpoint: '/api/trpc',
-      req,
-      router: unprotectedRouter,
-      createContext: ({ resHeaders, info }) =>
-        createTRPCContext({ headers: req.headers, resHeaders, isBatch: info.calls.length > 1 }),
-    });
-  control = await serveOnLoopback({ GET: controlHandler, POST: controlHandler });
-
-  const appDb = await import('~/server/db');
-  disconnectAppDb = () => appDb.db.$disconnect();
+  servers = await startCheckoutServers(process.env.DATABASE_URL ?? '');
+  ({ provider, app, control } = servers);
 });
 
 afterAll(async () => {
-  await app?.close();
-  await control?.close();
-  await provider?.close();
-  await disconnectAppDb();
+  await servers?.close();
   await db.$disconnect();
 });
 

@@ -11,15 +11,14 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPrismaClient, generateApiToken, hashApiToken } from '@idem/db';
 import { fingerprintRequest } from '@idem/idempotency';
-import { startProvider } from '@idem/provider';
-import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
+import type { startProvider } from '@idem/provider';
 import superjson from 'superjson';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { placeOrderInput } from '~/lib/schemas';
 import { orderIdForIntent } from '~/server/services/place-order';
 import { seedDatabase } from '../../../prisma/seed.ts';
 import { demoUsers } from '../../../prisma/seed-data.ts';
-import { type LoopbackServer, rawHttpRequest, serveOnLoopback } from './helpers/loopback-http.ts';
+import { type CheckoutServers, startCheckoutServers } from './helpers/checkout-servers.ts';
+import { type LoopbackServer, rawHttpRequest } from './helpers/loopback-http.ts';
 
 const [alice, bob] = demoUsers;
 const PROCEDURE = 'checkout.placeOrder';
@@ -35,7 +34,7 @@ let provider: Awaited<ReturnType<typeof startProvider>>;
 let app: LoopbackServer;
 let control: LoopbackServer;
 let routePOST: (request: Request) => Promise<Response>;
-let disconnectAppDb: () => Promise<void> = async () => {};
+let servers: CheckoutServers | undefined;
 let aliceScope: string;
 let bobScope: string;
 /** A principal only this file uses, so "nothing was stored" can be checked exactly. */
@@ -60,39 +59,9 @@ beforeAll(async () => {
   aliceScope = `user:${users.find((user) => user.email === alice?.email)?.id}`;
   bobScope = `user:${users.find((user) => user.email === bob?.email)?.id}`;
 
-  const databaseUrl = process.env.DATABASE_URL ?? '';
-  provider = await startProvider({ databaseUrl, port: 0, testKnobs: true });
-  // The app reads its environment once, at first import: point it at our provider before importing it.
-  process.env.PROVIDER_URL = provider.url;
-  const route = await import('~/app/api/trpc/[trpc]/route');
-  routePOST = route.POST;
-  app = await serveOnLoopback({ GET: route.GET, POST: route.POST });
-
-  // CONTROL: the same service behind the same principal procedure, without the idempotency middleware. An
-  // unprotected handler has nothing to derive an id from, so every call is a new order (a fresh UUID).
-  const { createTRPCContext, createTRPCRouter, principalProcedure } = await import('~/server/trpc');
-  const { placeOrder } = await import('~/server/services/place-order');
-  const unprotectedRouter = createTRPCRouter({
-    checkout: createTRPCRouter({
-      placeOrder: principalProcedure
-        .input(placeOrderInput)
-        .mutation(({ ctx, input }) =>
-          placeOrder(ctx, { principalId: ctx.principal.id, orderId: randomUUID(), input }),
-        ),
-    }),
-  });
-  const controlHandler = (req: Request) =>
-    fetchRequestHandler({
-      endpoint: '/api/trpc',
-      req,
-      router: unprotectedRouter,
-      createContext: ({ resHeaders, info }) =>
-        createTRPCContext({ headers: req.headers, resHeaders, isBatch: info.calls.length > 1 }),
-    });
-  control = await serveOnLoopback({ GET: controlHandler, POST: controlHandler });
-
-  const appDb = await import('~/server/db');
-  disconnectAppDb = () => appDb.db.$disconnect();
+  servers = await startCheckoutServers(process.env.DATABASE_URL ?? '');
+  ({ provider, app, control } = servers);
+  routePOST = servers.routePOST;
 });
 
 afterEach(async () => {
@@ -100,10 +69,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await app?.close();
-  await control?.close();
-  await provider?.close();
-  await disconnectAppDb();
+  await servers?.close();
   await db.$disconnect();
 });
 

@@ -3,17 +3,10 @@
  * bursts with fetch, and single requests. Every request is `POST {"n": <n>}` with its own Idempotency-Key
  * unless a key is given.
  */
-import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import autocannon from 'autocannon';
+import { type LoadSample, cannon as runCannon } from '../cannon.ts';
 
-export interface LoadSample {
-  latencies: number[];
-  ok: number;
-  /** Non-2xx answers and connection errors. */
-  failed: number;
-  seconds: number;
-}
+export type { LoadSample };
 
 export function headersFor(key: string): Record<string, string> {
   return { 'content-type': 'application/json', 'idempotency-key': key };
@@ -21,44 +14,12 @@ export function headersFor(key: string): Record<string, string> {
 
 export const bodyFor = (n: number) => JSON.stringify({ n });
 
-export async function cannon(
+export function cannon(
   url: string,
-  options: {
-    connections: number;
-    duration?: number;
-    amount?: number;
-    n?: number;
-    nextKey?: () => string;
-  },
+  options: { connections: number; duration?: number; amount?: number; n?: number; nextKey?: () => string },
 ): Promise<LoadSample> {
-  const nextKey = options.nextKey ?? (() => randomUUID());
-  const latencies: number[] = [];
-  const instance = autocannon({
-    url,
-    connections: options.connections,
-    ...(options.amount === undefined ? { duration: options.duration ?? 1 } : { amount: options.amount }),
-    requests: [
-      {
-        method: 'POST',
-        body: bodyFor(options.n ?? 1),
-        setupRequest: (request) => ({ ...request, headers: headersFor(nextKey()) }),
-      },
-    ],
-  });
-  // The tracker emits (client, status, bytes, responseTime); @types/autocannon omits the client argument.
-  (instance as unknown as NodeJS.EventEmitter).on(
-    'response',
-    (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
-      latencies.push(responseTime);
-    },
-  );
-  const result = await instance;
-  return {
-    latencies,
-    ok: result['2xx'],
-    failed: result.non2xx + result.errors,
-    seconds: (result.finish.getTime() - result.start.getTime()) / 1000,
-  };
+  const { n, ...rest } = options;
+  return runCannon(url, { ...rest, body: bodyFor(n ?? 1), headers: headersFor });
 }
 
 export interface Answer {
