@@ -5,7 +5,9 @@ const providerPort = Number(process.env.E2E_PROVIDER_PORT ?? 4100);
 export const baseURL = `http://127.0.0.1:${port}`;
 
 export default defineConfig({
-  testDir: 'tests/e2e',
+  // Browser suites: the checkout's own (e2e) and the careless-client / attacker cases (adversarial).
+  testDir: 'tests',
+  testMatch: ['e2e/**/*.spec.ts', 'adversarial/**/*.spec.ts'],
   fullyParallel: false,
   workers: 1,
   retries: 0,

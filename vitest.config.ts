@@ -14,6 +14,7 @@ export default defineConfig({
       '{apps,packages,examples}/*/test/**/*.test.ts',
       'tests/integration/**/*.test.ts',
       'tests/faults/**/*.test.ts',
+      'tests/adversarial/**/*.test.ts',
     ],
     globalSetup: ['tests/setup/database.ts'],
     setupFiles: ['tests/setup/env.ts'],
