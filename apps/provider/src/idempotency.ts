@@ -10,8 +10,11 @@ import type { StoredResponse } from './charges.ts';
 import type { Pool, PoolClient } from './db.ts';
 import { ApiError, errorCode, invalidRequest } from './errors.ts';
 
-/** After this, a key counts as new (Stripe keeps keys for 24 hours). */
-export const KEY_TTL_HOURS = 24;
+/**
+ * After this, a key counts as new. Stripe keeps keys for 24 hours; this provider keeps them 72, so a shop can
+ * keep its own keys for the 48–72 h that money needs and still have the provider's outlive them.
+ */
+export const KEY_TTL_HOURS = 72;
 
 /**
  * How long a duplicate may wait for the in-flight original before getting a 409. The original's transaction only

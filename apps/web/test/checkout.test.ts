@@ -2,6 +2,8 @@
  * The checkout's server side through tRPC's createCaller, against the real test database and a real
  * payment provider process (in-process HTTP server on loopback).
  */
+
+import { createProviderClient } from '@idem/payments';
 import { startProvider } from '@idem/provider';
 import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +11,6 @@ import { env } from '~/env';
 import { signGuestSession } from '~/server/auth/session';
 import { db } from '~/server/db';
 import { reasonOf } from '~/server/errors';
-import { createProviderClient } from '~/server/payments/provider-client';
 import { createCaller } from '~/server/root';
 import { createTRPCContext } from '~/server/trpc';
 import { seedDatabase } from '../../../prisma/seed.ts';

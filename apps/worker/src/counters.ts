@@ -11,7 +11,13 @@ export const WorkerCounter = {
   keysRemoved: { name: 'cleanup_rows_removed', label: 'idempotency_keys' },
   processedEventsRemoved: { name: 'cleanup_rows_removed', label: 'processed_events' },
   fulfilmentDuplicatesDropped: { name: 'job_duplicates_dropped', label: 'fulfilment' },
-} as const satisfies Record<string, CounterId>;
+  /** Pending orders the reconciler settled from the provider's answer, by outcome. */
+  ordersReconciled: {
+    paid: { name: 'orders_reconciled', label: 'paid' },
+    payment_failed: { name: 'orders_reconciled', label: 'payment_failed' },
+    abandoned: { name: 'orders_reconciled', label: 'abandoned' },
+  },
+} as const satisfies Record<string, CounterId | Record<string, CounterId>>;
 
 export interface CounterId {
   name: string;

@@ -33,6 +33,13 @@ const envSchema = z.object({
   IDEM_CLEANUP_BATCH: intFromEnv(1, 10_000),
   /** Keep processed events at least as long as the provider retries a webhook (Stripe: 3 days). */
   PROCESSED_EVENTS_RETENTION_HOURS: intFromEnv(1, 72),
+  /** The payment provider the reconciler asks about pending orders (same values as the web app's). */
+  PROVIDER_URL: z.preprocess(blankIsUnset, z.url('must be an http(s) URL').default('http://127.0.0.1:4000')),
+  PROVIDER_SECRET_KEY: z.preprocess(blankIsUnset, z.string().min(1).optional()),
+  /** Cron (UTC) of the payment reconciler; `off` removes the schedule. */
+  IDEM_RECONCILE_CRON: z.preprocess(blankIsUnset, z.string().default('* * * * *')),
+  /** A pending order is settled from the provider's answer once its last charge attempt is this old. */
+  RECONCILE_SETTLE_AFTER_SECONDS: intFromEnv(30, 300),
   WORKER_TEST_HOOKS: z.string().optional(),
   WORKER_TEST_PAUSE_AFTER_SHIPMENT_MS: intFromEnv(0, 0),
   WORKER_TEST_PAUSE_AFTER_RECEIPT_MS: intFromEnv(0, 0),
@@ -51,6 +58,10 @@ export interface WorkerEnv {
   cleanupCron: string | null;
   cleanupBatchSize: number;
   processedEventsRetentionHours: number;
+  provider: { baseUrl: string; secretKey: string };
+  /** null: no schedule. */
+  reconcileCron: string | null;
+  reconcileSettleAfterSeconds: number;
   testHooks: WorkerTestHooks;
   /** Test-hook variables that were set but not honoured (WORKER_TEST_HOOKS is not 1). */
   ignoredTestHooks: string[];
@@ -80,6 +91,7 @@ export function parseWorkerEnv(source: NodeJS.ProcessEnv = process.env): WorkerE
   ].filter((name): name is string => typeof name === 'string');
 
   const cron = env.IDEM_CLEANUP_CRON.trim();
+  const reconcileCron = env.IDEM_RECONCILE_CRON.trim();
   return {
     databaseUrl: env.DATABASE_URL,
     schema: env.PGBOSS_SCHEMA,
@@ -95,7 +107,25 @@ export function parseWorkerEnv(source: NodeJS.ProcessEnv = process.env): WorkerE
     cleanupCron: cron.toLowerCase() === 'off' ? null : cron,
     cleanupBatchSize: env.IDEM_CLEANUP_BATCH,
     processedEventsRetentionHours: env.PROCESSED_EVENTS_RETENTION_HOURS,
+    provider: {
+      baseUrl: env.PROVIDER_URL,
+      secretKey: providerSecretKey(env.PROVIDER_SECRET_KEY, env.NODE_ENV),
+    },
+    reconcileCron: reconcileCron.toLowerCase() === 'off' ? null : reconcileCron,
+    reconcileSettleAfterSeconds: env.RECONCILE_SETTLE_AFTER_SECONDS,
     testHooks: hooksAllowed ? requested : NO_TEST_HOOKS,
     ignoredTestHooks: hooksAllowed ? [] : requestedNames,
   };
+}
+
+/** The simulated provider's public test key: fine for `pnpm dev` and tests, refused in production. */
+const DEMO_PROVIDER_SECRET_KEY = 'sk_test_idem';
+
+function providerSecretKey(value: string | undefined, nodeEnv: string | undefined): string {
+  if (nodeEnv !== 'production') return value ?? DEMO_PROVIDER_SECRET_KEY;
+  if (value === undefined || value === DEMO_PROVIDER_SECRET_KEY)
+    throw new WorkerEnvError(
+      'Invalid worker environment: PROVIDER_SECRET_KEY must be set to a private key in production (the demo key is public)',
+    );
+  return value;
 }

@@ -1,12 +1,21 @@
 /**
- * @idem/worker — runs the app's background jobs: fulfilment (ship + receipt, exactly once per order) and the
- * scheduled cleanup of idempotency keys and processed events. `main.ts` is the process entry.
+ * @idem/worker — runs the app's background jobs: fulfilment (ship + receipt, exactly once per order), the
+ * scheduled cleanup of idempotency keys and processed events, and the payment reconciler (pending orders
+ * settled from the provider's answer). `main.ts` is the process entry.
  */
 import { createPrismaClient, type Database } from '@idem/db';
 import { type FulfilmentQueueSettings, type PgBoss, Queue, startJobQueue } from '@idem/jobs';
+import { createProviderClient, type PaymentProvider } from '@idem/payments';
 import type { WorkerEnv } from './env.ts';
 import { type CleanupOptions, DEFAULT_CLEANUP_CRON, scheduleCleanup, workCleanup } from './jobs/cleanup.ts';
 import { workFulfilment } from './jobs/fulfilment.ts';
+import {
+  DEFAULT_RECONCILE_CRON,
+  fulfilmentEnqueuer,
+  type ReconcileOptions,
+  scheduleReconcile,
+  workReconcile,
+} from './jobs/reconcile.ts';
 import { consoleLogger, type Logger } from './log.ts';
 import { activeHooks, NO_TEST_HOOKS, type WorkerTestHooks } from './test-hooks.ts';
 
@@ -26,6 +35,14 @@ export interface WorkerOptions {
   cleanupCron?: string | null;
   /** Batch size and retention of the cleanup (the table names are for tests). */
   cleanup?: CleanupOptions;
+  /**
+   * The payment provider the reconciler asks (a client, or where to reach one). Unset: no reconciler in this
+   * worker (tests of the other jobs); `main.ts` always sets it.
+   */
+  provider?: PaymentProvider | { baseUrl: string; secretKey: string };
+  /** Cron of the payment reconciler (UTC); null removes the schedule. Default every minute. */
+  reconcileCron?: string | null;
+  reconcile?: ReconcileOptions;
   /** TEST-ONLY switches (see test-hooks.ts). */
   testHooks?: WorkerTestHooks;
   log?: Logger;
@@ -70,6 +87,19 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       boss,
       options.cleanupCron === undefined ? DEFAULT_CLEANUP_CRON : options.cleanupCron,
     );
+    if (options.provider) {
+      const provider =
+        'listCharges' in options.provider ? options.provider : createProviderClient(options.provider);
+      await workReconcile(
+        boss,
+        { db, provider, enqueueFulfilment: fulfilmentEnqueuer(boss), log },
+        { ...options.reconcile, pollingIntervalSeconds },
+      );
+      await scheduleReconcile(
+        boss,
+        options.reconcileCron === undefined ? DEFAULT_RECONCILE_CRON : options.reconcileCron,
+      );
+    }
   } catch (error) {
     await boss?.stop({ graceful: false }).catch(() => {});
     if (!options.db) await db.$disconnect().catch(() => {});
@@ -81,7 +111,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   return {
     boss: running,
     db,
-    queues: [Queue.fulfilment, Queue.cleanup],
+    queues: [Queue.fulfilment, Queue.cleanup, Queue.reconcile],
     stop({ graceSeconds = 10 } = {}) {
       stopping ??= (async () => {
         // graceful: stop polling, wait for running handlers up to the timeout, then fail what is still active
@@ -108,6 +138,9 @@ export function workerOptionsFromEnv(env: WorkerEnv, log: Logger = consoleLogger
       batchSize: env.cleanupBatchSize,
       processedEventsRetentionHours: env.processedEventsRetentionHours,
     },
+    provider: env.provider,
+    reconcileCron: env.reconcileCron,
+    reconcile: { settleAfterSeconds: env.reconcileSettleAfterSeconds },
     testHooks: env.testHooks,
     log,
   };
@@ -132,5 +165,12 @@ export {
   fulfilOrder,
   renderReceipt,
 } from './jobs/fulfilment.ts';
+export {
+  type ReconcileDeps,
+  type ReconcileOptions,
+  ReconcileOutcome,
+  type ReconcileSummary,
+  reconcilePendingOrders,
+} from './jobs/reconcile.ts';
 export { consoleLogger, type Logger } from './log.ts';
 export { NO_TEST_HOOKS, type WorkerTestHooks } from './test-hooks.ts';

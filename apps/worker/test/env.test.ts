@@ -23,6 +23,9 @@ describe('parseWorkerEnv', () => {
       cleanupCron: '*/5 * * * *',
       cleanupBatchSize: 10_000,
       processedEventsRetentionHours: 72,
+      provider: { baseUrl: 'http://127.0.0.1:4000', secretKey: 'sk_test_idem' },
+      reconcileCron: '* * * * *',
+      reconcileSettleAfterSeconds: 300,
       testHooks: { pauseAfterShipmentMs: 0, pauseAfterReceiptMs: 0, disableDedupe: false },
       ignoredTestHooks: [],
     });
@@ -78,9 +81,21 @@ describe('parseWorkerEnv', () => {
     });
 
     it('…honoured with WORKER_TEST_HOOKS=1', () => {
-      expect(parseWorkerEnv({ ...hooks, NODE_ENV: 'production', WORKER_TEST_HOOKS: '1' }).testHooks).toEqual(
-        on,
-      );
+      const production = { NODE_ENV: 'production', PROVIDER_SECRET_KEY: 'sk_live_private' };
+      expect(parseWorkerEnv({ ...hooks, ...production, WORKER_TEST_HOOKS: '1' }).testHooks).toEqual(on);
     });
+  });
+
+  it('refuses the public demo provider key (or none) in production', () => {
+    const production = { DATABASE_URL: url, NODE_ENV: 'production' };
+    expect(() => parseWorkerEnv(production)).toThrow(/PROVIDER_SECRET_KEY must be set to a private key/);
+    expect(() => parseWorkerEnv({ ...production, PROVIDER_SECRET_KEY: 'sk_test_idem' })).toThrow(
+      WorkerEnvError,
+    );
+    expect(parseWorkerEnv({ ...production, PROVIDER_SECRET_KEY: 'sk_live_x' }).provider.secretKey).toBe(
+      'sk_live_x',
+    );
+    // Outside production the demo key stays the default, for `pnpm dev` and the tests.
+    expect(parseWorkerEnv({ DATABASE_URL: url }).provider.secretKey).toBe('sk_test_idem');
   });
 });

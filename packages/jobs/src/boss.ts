@@ -3,13 +3,13 @@
  * maintenance (which expires jobs whose worker died, so they are redelivered) and its cron schedules.
  */
 import PgBoss from 'pg-boss';
-import { cleanupQueueOptions } from './cleanup.ts';
 import {
   type FulfilmentQueueSettings,
   fulfilmentQueueOptions,
   fulfilmentSettingsFromEnv,
 } from './fulfilment.ts';
 import { Queue } from './queues.ts';
+import { cleanupQueueOptions, reconcileQueueOptions } from './scheduled.ts';
 
 export type JobQueueRole = 'sender' | 'worker';
 
@@ -63,6 +63,7 @@ export async function startJobQueue(
     const specs: QueueSpec[] = [
       { name: Queue.fulfilment, options: fulfilmentQueueOptions(fulfilment) },
       { name: Queue.cleanup, options: cleanupQueueOptions() },
+      { name: Queue.reconcile, options: reconcileQueueOptions() },
     ];
     // pg-boss's own cron queue: its timekeeper creates it at start but swallows the error when that create
     // loses a deadlock to a concurrent start (seen with 6 processes at once), which silently disables every

@@ -2,7 +2,6 @@
 
 export type { default as PgBoss } from 'pg-boss';
 export { DEFAULT_SCHEMA, type JobQueueOptions, type JobQueueRole, startJobQueue } from './boss.ts';
-export { cleanupQueueOptions } from './cleanup.ts';
 export {
   enqueueFulfilment,
   type FulfilmentJob,
@@ -14,4 +13,5 @@ export {
 } from './fulfilment.ts';
 export { prismaTransactionDb, type RawQueryable } from './prisma-db.ts';
 export { Queue, type QueueName } from './queues.ts';
+export { cleanupQueueOptions, reconcileQueueOptions } from './scheduled.ts';
 export { describeZodError, intFromEnv, numberFromEnv } from './settings.ts';

@@ -2,6 +2,7 @@
 export const Queue = {
   fulfilment: 'fulfilment',
   cleanup: 'idem-cleanup',
+  reconcile: 'payments-reconcile',
 } as const;
 
 export type QueueName = (typeof Queue)[keyof typeof Queue];

@@ -14,7 +14,11 @@ import {
 
 describe('Queue and the fulfilment payload', () => {
   it('names the queues', () => {
-    expect(Queue).toEqual({ fulfilment: 'fulfilment', cleanup: 'idem-cleanup' });
+    expect(Queue).toEqual({
+      fulfilment: 'fulfilment',
+      cleanup: 'idem-cleanup',
+      reconcile: 'payments-reconcile',
+    });
   });
 
   it('accepts { orderId: uuid } only', () => {

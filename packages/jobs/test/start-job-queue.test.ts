@@ -48,7 +48,7 @@ async function queues(boss: PgBoss) {
 }
 
 describe('startJobQueue', () => {
-  it('a sender creates both queues, but neither schedules nor maintains (no cron queue)', async () => {
+  it('a sender creates every queue, but neither schedules nor maintains (no cron queue)', async () => {
     const boss = await startJobQueue(databaseUrl, {
       role: 'sender',
       schema: freshSchema(),
@@ -59,6 +59,7 @@ describe('startJobQueue', () => {
       expect(await queues(boss)).toEqual({
         [Queue.fulfilment]: { policy: 'standard', expire: 30, retryLimit: 10, retryDelay: 2 },
         [Queue.cleanup]: { policy: 'standard', expire: 600, retryLimit: 2, retryDelay: 30 },
+        [Queue.reconcile]: { policy: 'standard', expire: 300, retryLimit: 2, retryDelay: 30 },
       });
     } finally {
       await boss.stop({ graceful: false });
@@ -110,7 +111,7 @@ describe('startJobQueue', () => {
         Array(6).fill('ok'),
       );
       const names = Object.keys(await queues(bosses[0] as PgBoss)).sort();
-      expect(names).toEqual(['__pgboss__send-it', Queue.fulfilment, Queue.cleanup].sort());
+      expect(names).toEqual(['__pgboss__send-it', Queue.fulfilment, Queue.cleanup, Queue.reconcile].sort());
       console.log(`[jobs] 6 concurrent startJobQueue on an empty schema: all started in ${ms.toFixed(0)} ms`);
     } finally {
       await Promise.all(bosses.map((boss) => boss.stop({ graceful: false })));
@@ -123,7 +124,7 @@ describe('startJobQueue', () => {
     await a.stop({ graceful: false });
     const b = await startJobQueue(databaseUrl, { role: 'worker', schema, fulfilment: settings, onError });
     try {
-      expect(Object.keys(await queues(b))).toHaveLength(3);
+      expect(Object.keys(await queues(b))).toHaveLength(4);
     } finally {
       await b.stop({ graceful: false });
     }

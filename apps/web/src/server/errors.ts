@@ -9,6 +9,12 @@ export const ShopErrorReason = {
   unknownProduct: 'unknown_product',
   outOfStock: 'out_of_stock',
   cardDeclined: 'card_declined',
+  /** The provider refused to attempt the charge: an unknown or invalid card token. */
+  cardInvalid: 'card_invalid',
+  /** The provider refused the payment for another final reason (nothing was charged). */
+  paymentRejected: 'payment_rejected',
+  /** The order's payment never completed and the reconciler gave it up: nothing was charged, stock is back. */
+  paymentAbandoned: 'payment_abandoned',
   orderNotFound: 'order_not_found',
 } as const;
 export type ShopErrorReason = (typeof ShopErrorReason)[keyof typeof ShopErrorReason];
@@ -17,6 +23,9 @@ const codeByReason: Record<ShopErrorReason, TRPC_ERROR_CODE_KEY> = {
   unknown_product: 'UNPROCESSABLE_CONTENT',
   out_of_stock: 'UNPROCESSABLE_CONTENT',
   card_declined: 'PAYMENT_REQUIRED',
+  card_invalid: 'PAYMENT_REQUIRED',
+  payment_rejected: 'PAYMENT_REQUIRED',
+  payment_abandoned: 'PAYMENT_REQUIRED',
   order_not_found: 'NOT_FOUND',
 };
 

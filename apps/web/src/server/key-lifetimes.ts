@@ -1,7 +1,7 @@
 /**
  * How long each party remembers one checkout intent's Idempotency-Key. They must form a chain —
  * browser intent < server key retention <= provider key retention — or a late retry can outlive the record that
- * would have replayed it and be charged as new. `checkKeyLifetimes` (called where the env is parsed) refuses a
+ * would have replayed it and be charged as new. `checkKeyLifetimes` (run when this module loads) refuses a
  * configuration that breaks the chain.
  */
 export interface KeyLifetimes {
@@ -34,3 +34,15 @@ export function keyLifetimeProblems(lifetimes: KeyLifetimes): string[] {
     );
   return problems;
 }
+
+/** The lifetimes, or an error naming every broken link of the chain (thrown at startup, where they are read). */
+export function checkKeyLifetimes(lifetimes: KeyLifetimes): KeyLifetimes {
+  const problems = keyLifetimeProblems(lifetimes);
+  if (problems.length > 0)
+    throw new Error(
+      `Idempotency-Key lifetimes break the chain browser < server <= provider: ${problems.join('; ')}`,
+    );
+  return lifetimes;
+}
+
+export const keyLifetimes: KeyLifetimes = checkKeyLifetimes(DEFAULT_KEY_LIFETIMES);

@@ -1,6 +1,8 @@
 /**
  * The one tRPC setup file: context, initialisation, procedures. `t` stays private to this module.
  */
+
+import { createProviderClient, type PaymentProvider } from '@idem/payments';
 import { initTRPC, TRPCError } from '@trpc/server';
 import superjson from 'superjson';
 import { ZodError, z } from 'zod';
@@ -8,7 +10,6 @@ import { env } from '~/env';
 import { InvalidApiTokenError, isAdmin, type Principal, resolvePrincipal } from './auth/principal.ts';
 import { db } from './db.ts';
 import { reasonOf } from './errors.ts';
-import { createProviderClient, type PaymentProvider } from './payments/provider-client.ts';
 
 export interface CreateContextOptions {
   headers: Headers;

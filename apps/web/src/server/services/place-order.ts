@@ -2,16 +2,26 @@
  * Placing an order: price it from the catalog, reserve stock, charge the card, record the payment.
  * This is the one function the idempotency layer wraps; keep every effect of a checkout in here.
  *
- * It is also safe to run again for the same order id (a retry after a crash, or a retry that took over an
- * expired lease): the order id comes from the caller's Idempotency-Key, an existing order is resumed instead
- * of created twice, and the provider charge carries a key derived from that id, so the card is charged once.
+ * It is also safe to run again for the same order id (a retry after a crash, a retry that took over an expired
+ * lease, or one that comes back after every key has expired): the order id comes from the caller's intent, an
+ * existing order is resumed instead of created twice, a resumed order first asks the provider what happened to
+ * it, and the charge carries a key derived from that id — so the card is charged once.
  */
 import { createHash } from 'node:crypto';
-import type { Database } from '@idem/db';
+import type { Database, Prisma } from '@idem/db';
+import {
+  answerFromCharges,
+  beginChargeAttempt,
+  type Charge,
+  markOrderPaid,
+  markOrderPaymentFailed,
+  PaymentFailureCode,
+  type PaymentProvider,
+  ProviderUnavailableError,
+  recordPayment,
+} from '@idem/payments';
 import type { PlaceOrderInput } from '~/lib/schemas';
-import { ShopError } from '../errors.ts';
-import type { PaymentProvider } from '../payments/provider-client.ts';
-import { markOrderPaid, markOrderPaymentFailed, recordPayment } from './order-transitions.ts';
+import { PaymentProviderUnavailableError, ShopError } from '../errors.ts';
 import { type OrderView, orderViewInclude, toOrderView } from './order-view.ts';
 
 export interface PlaceOrderDeps {
@@ -49,54 +59,128 @@ export async function placeOrder(deps: PlaceOrderDeps, request: PlaceOrderReques
   });
   if (existing && existing.principal !== request.principalId)
     throw new Error('Order id collision across principals.');
-  // A previous attempt (or the provider's webhook) got this far: finish it rather than start again.
-  if (existing && existing.status !== 'pending' && existing.status !== 'payment_failed')
-    return toOrderView(existing);
-  if (existing?.status === 'payment_failed') {
-    throw new ShopError('card_declined', existing.payment?.failureMessage ?? 'Your card was declined.');
-  }
+  // A previous attempt, the provider's webhook or the reconciler decided this order: answer with that.
+  if (existing && existing.status !== 'pending') return decidedOrder(existing);
   const order = existing ?? (await reserveOrder(deps.db, request));
 
-  // The provider key is derived from the order, so it exists before the money moves: a retried charge
-  // for this order can never become a second charge.
-  const result = await deps.provider.charge({
-    amountCents: order.totalCents,
-    currency: order.currency,
-    source: input.cardToken,
-    orderId: order.id,
-    idempotencyKey: `order_${order.id}`,
-  });
-
-  if (result.outcome === 'declined') {
-    await deps.db.$transaction(async (tx) => {
-      await recordPayment(tx, {
-        orderId: order.id,
-        providerChargeId: result.chargeId,
-        status: 'failed',
-        amountCents: order.totalCents,
-        currency: order.currency,
-        failureCode: result.code,
-        failureMessage: result.message,
+  if (existing) {
+    // A resumed order may have been charged by an attempt whose answer was lost, perhaps days ago, when every
+    // idempotency key along the way may have expired: the provider's record is the truth, so ask it first.
+    const answer = answerFromCharges(order, await askProvider(() => deps.provider.listCharges(order.id)));
+    if (answer.kind === 'charged') return settlePaid(deps.db, order.id, answer.charge);
+    if (answer.kind === 'declined') {
+      const { charge } = answer;
+      await settleFailed(deps.db, order, {
+        providerChargeId: charge.id,
+        failureCode: charge.failure_code ?? 'card_declined',
+        failureMessage: charge.failure_message ?? 'Your card was declined.',
       });
-      // Nothing was sold: the transition gives the reserved stock back (once, even if the webhook got here first).
-      await markOrderPaymentFailed(tx, order.id);
-    });
-    throw new ShopError('card_declined', result.message);
+      throw failureOf(charge.failure_code, charge.failure_message);
+    }
+    if (answer.kind === 'anomaly')
+      throw new Error(`Order ${order.id}: the provider holds a charge that does not match the order.`);
+    // Nothing charged yet. Stamp the attempt (the reconciler waits for it); if the order was decided meanwhile,
+    // answer with that decision instead of charging.
+    if (!(await beginChargeAttempt(deps.db, order.id)))
+      return decidedOrder(
+        await deps.db.order.findUniqueOrThrow({ where: { id: order.id }, include: orderViewInclude }),
+      );
   }
 
-  // The provider's charge.succeeded webhook may have recorded all this already: both writes are idempotent.
-  const paid = await deps.db.$transaction(async (tx) => {
-    await recordPayment(tx, {
+  // The provider key is derived from the order, so it exists before the money moves: a retried charge
+  // for this order can never become a second charge while the provider remembers the key.
+  const result = await askProvider(() =>
+    deps.provider.charge({
+      amountCents: order.totalCents,
+      currency: order.currency,
+      source: input.cardToken,
       orderId: order.id,
-      providerChargeId: result.charge.id,
+      idempotencyKey: `order_${order.id}`,
+    }),
+  );
+
+  if (result.outcome === 'succeeded') return settlePaid(deps.db, order.id, result.charge);
+  // Declined by the issuer, or refused by the provider (an unknown card token): final either way, so the
+  // failure is recorded, the stock released and the answer stored — never a 500 that leaves stock reserved.
+  const failure =
+    result.outcome === 'declined'
+      ? { providerChargeId: result.chargeId, failureCode: result.code, failureMessage: result.message }
+      : { providerChargeId: null, failureCode: result.code, failureMessage: result.message };
+  await settleFailed(deps.db, order, failure);
+  throw failureOf(failure.failureCode, failure.failureMessage);
+}
+
+type OrderWithView = Prisma.OrderGetPayload<{ include: typeof orderViewInclude }>;
+
+/** A decided order as this request's answer: its view, or the error its failed payment stands for. */
+function decidedOrder(order: OrderWithView): OrderView {
+  if (order.status === 'payment_failed')
+    throw failureOf(order.payment?.failureCode ?? null, order.payment?.failureMessage ?? null);
+  return toOrderView(order);
+}
+
+/** The customer-facing error for a failed payment, by its stored failure code. */
+function failureOf(failureCode: string | null | undefined, failureMessage: string | null | undefined) {
+  switch (failureCode) {
+    case PaymentFailureCode.abandoned:
+      return new ShopError(
+        'payment_abandoned',
+        'This order was cancelled because its payment never completed. Nothing was charged; please order again.',
+      );
+    case PaymentFailureCode.invalidSource:
+      return new ShopError('card_invalid', 'This card cannot be used. Check the card details and try again.');
+    case PaymentFailureCode.rejected:
+      return new ShopError(
+        'payment_rejected',
+        'The payment provider refused this payment. Nothing was charged.',
+      );
+    default:
+      return new ShopError('card_declined', failureMessage ?? 'Your card was declined.');
+  }
+}
+
+/** The provider's "nothing decided" as tRPC's 503, so clients retry with the same key. */
+async function askProvider<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof ProviderUnavailableError) throw new PaymentProviderUnavailableError(error.message);
+    throw error;
+  }
+}
+
+/** Records the succeeded charge and marks the order paid; the webhook may have done both already (idempotent). */
+async function settlePaid(db: Database, orderId: string, charge: Charge): Promise<OrderView> {
+  const paid = await db.$transaction(async (tx) => {
+    await recordPayment(tx, {
+      orderId,
+      providerChargeId: charge.id,
       status: 'succeeded',
-      amountCents: result.charge.amount,
-      currency: result.charge.currency,
+      amountCents: charge.amount,
+      currency: charge.currency,
     });
-    await markOrderPaid(tx, order.id);
-    return tx.order.findUniqueOrThrow({ where: { id: order.id }, include: orderViewInclude });
+    await markOrderPaid(tx, orderId);
+    return tx.order.findUniqueOrThrow({ where: { id: orderId }, include: orderViewInclude });
   });
   return toOrderView(paid);
+}
+
+/** Records the failed payment; the transition gives the reserved stock back (once, whoever gets there first). */
+async function settleFailed(
+  db: Database,
+  order: { id: string; totalCents: number; currency: string },
+  failure: { providerChargeId: string | null; failureCode: string; failureMessage: string },
+): Promise<void> {
+  await db.$transaction(async (tx) => {
+    await recordPayment(tx, {
+      orderId: order.id,
+      status: 'failed',
+      amountCents: order.totalCents,
+      currency: order.currency,
+      ...failure,
+    });
+    await markOrderPaymentFailed(tx, order.id);
+  });
 }
 
 /** Creates the pending order and takes its stock in one transaction, at catalog prices. */

@@ -4,14 +4,9 @@
  * or waits on the first delivery's uncommitted row and then finds it.
  */
 import type { Database, Prisma } from '@idem/db';
+import { markOrderPaid, markOrderPaymentFailed, markOrderRefunded, recordPayment } from '@idem/payments';
 import { z } from 'zod';
 import { PersistedCounter } from '../observability/persisted-counters.ts';
-import {
-  markOrderPaid,
-  markOrderPaymentFailed,
-  markOrderRefunded,
-  recordPayment,
-} from '../services/order-transitions.ts';
 import { testHooks } from '../test-hooks.ts';
 import type { ProviderEvent } from './provider-event.ts';
 

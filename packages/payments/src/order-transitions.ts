@@ -7,6 +7,18 @@ import type { Prisma } from '@idem/db';
 
 type Tx = Prisma.TransactionClient;
 
+/**
+ * Stamps the start of a charge attempt on a pending order (the database's clock). The reconciler leaves an order
+ * alone until its last attempt is old enough to have finished, and re-checks the stamp under the row lock before
+ * it decides, so it never settles an order while a charge for it may still be running. False: the order is no
+ * longer pending (the reconciler, a webhook or another attempt decided it) — do not charge.
+ */
+export async function beginChargeAttempt(tx: Tx, orderId: string): Promise<boolean> {
+  const count = await tx.$executeRaw`
+    update orders set charge_attempted_at = now() where id = ${orderId}::uuid and status = 'pending'`;
+  return count === 1;
+}
+
 /** pending → paid. True when this call made the change. */
 export async function markOrderPaid(tx: Tx, orderId: string): Promise<boolean> {
   const { count } = await tx.order.updateMany({

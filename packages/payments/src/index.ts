@@ -1,0 +1,22 @@
+/**
+ * @idem/payments — the shop's money path, shared by the web app (checkout, webhooks) and the worker
+ * (reconciler): the provider client, what the provider's record says about an order, and the order's
+ * state transitions.
+ */
+export { PaymentFailureCode } from './failure-codes.ts';
+export {
+  beginChargeAttempt,
+  markOrderPaid,
+  markOrderPaymentFailed,
+  markOrderRefunded,
+  recordPayment,
+} from './order-transitions.ts';
+export { answerFromCharges, type ProviderAnswer } from './provider-answer.ts';
+export {
+  type Charge,
+  type ChargeRequest,
+  type ChargeResult,
+  createProviderClient,
+  type PaymentProvider,
+  ProviderUnavailableError,
+} from './provider-client.ts';

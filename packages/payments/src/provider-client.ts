@@ -1,0 +1,135 @@
+/**
+ * Client for the card processor (apps/provider, Stripe-like). Every charge carries an Idempotency-Key that
+ * exists before the money moves, so a retried call can never charge twice; and the provider can be asked what
+ * happened to an order (`listCharges`), which is the truth once its key has been forgotten.
+ */
+import { z } from 'zod';
+import { PaymentFailureCode } from './failure-codes.ts';
+
+const chargeSchema = z.object({
+  id: z.string(),
+  amount: z.number().int(),
+  currency: z.string(),
+  status: z.enum(['succeeded', 'failed']),
+  failure_code: z.string().nullish(),
+  failure_message: z.string().nullish(),
+});
+export type Charge = z.infer<typeof chargeSchema>;
+
+const chargeListSchema = z.object({ data: z.array(chargeSchema) });
+
+const errorSchema = z.object({
+  error: z.object({
+    type: z.string(),
+    code: z.string().optional(),
+    message: z.string().optional(),
+    param: z.string().optional(),
+    charge: z.string().optional(),
+  }),
+});
+
+/** Why a charge was decided against: the card's issuer said no, or the provider refused the request itself. */
+export type ChargeResult =
+  | { outcome: 'succeeded'; charge: Charge }
+  | { outcome: 'declined'; chargeId: string | null; code: string; message: string }
+  | { outcome: 'rejected'; code: string; message: string };
+
+export interface ChargeRequest {
+  amountCents: number;
+  currency: string;
+  source: string;
+  orderId: string;
+  idempotencyKey: string;
+}
+
+export interface PaymentProvider {
+  charge(request: ChargeRequest): Promise<ChargeResult>;
+  /** Every charge the provider holds for the order, oldest first. */
+  listCharges(orderId: string): Promise<Charge[]>;
+}
+
+/**
+ * Nothing was decided: the provider is unreachable, timed out, answered 5xx / 409 / 429, or refused our own
+ * credentials. Retrying later (with the same key) is safe.
+ */
+export class ProviderUnavailableError extends Error {
+  override name = 'ProviderUnavailableError';
+}
+
+export function createProviderClient(options: {
+  baseUrl: string;
+  secretKey: string;
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}): PaymentProvider {
+  const doFetch = options.fetch ?? fetch;
+  const timeoutMs = options.timeoutMs ?? 10_000;
+
+  async function send(path: string, init: RequestInit): Promise<Response> {
+    try {
+      return await doFetch(new URL(path, options.baseUrl), {
+        ...init,
+        headers: { authorization: `Bearer ${options.secretKey}`, ...init.headers },
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      throw new ProviderUnavailableError(
+        `Payment provider unreachable: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  }
+
+  return {
+    async charge(request) {
+      const response = await send('/v1/charges', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': request.idempotencyKey },
+        body: JSON.stringify({
+          amount: request.amountCents,
+          currency: request.currency,
+          source: request.source,
+          order: request.orderId,
+        }),
+      });
+      const body: unknown = await response.json().catch(() => null);
+      if (response.ok) return { outcome: 'succeeded', charge: chargeSchema.parse(body) };
+      const parsed = errorSchema.safeParse(body);
+      if (response.status === 402 && parsed.success) {
+        const { code, message, charge } = parsed.data.error;
+        return {
+          outcome: 'declined',
+          chargeId: charge ?? null,
+          code: code ?? 'card_declined',
+          message: message ?? 'Your card was declined.',
+        };
+      }
+      if (isUndecided(response.status)) {
+        throw new ProviderUnavailableError(`Payment provider answered ${response.status}`);
+      }
+      // Any other 4xx is final: the provider will never charge this request. A bad card token is the customer's
+      // to fix; anything else is ours, but either way nothing was charged and retrying changes nothing.
+      const error = parsed.success ? parsed.data.error : undefined;
+      return {
+        outcome: 'rejected',
+        code: error?.param === 'source' ? PaymentFailureCode.invalidSource : PaymentFailureCode.rejected,
+        message: error?.message ?? `Payment provider answered ${response.status}`,
+      };
+    },
+
+    async listCharges(orderId) {
+      const response = await send(`/v1/charges?order=${encodeURIComponent(orderId)}`, { method: 'GET' });
+      const body: unknown = await response.json().catch(() => null);
+      if (!response.ok) throw new ProviderUnavailableError(`Payment provider answered ${response.status}`);
+      return chargeListSchema.parse(body).data;
+    },
+  };
+}
+
+/** Statuses after which the provider may or may not act later: only a retry with the same key can tell. */
+function isUndecided(status: number): boolean {
+  if (status >= 500) return true; // the provider failed: maybe charged, maybe not
+  if (status === 409) return true; // the same key is still running there
+  if (status === 429) return true; // rate limited before anything ran
+  if (status === 401 || status === 403) return true; // our credentials: a configuration error, not a verdict
+  return false;
+}
