@@ -80,6 +80,9 @@ export interface KeyTrail {
     currency: string;
     createdAt: Date;
     items: Array<{ sku: string; name: string; quantity: number }>;
+    /** When the last charge attempt started, and what the payment reconciler decided (if it settled it). */
+    chargeAttemptedAt: Date | null;
+    reconciled: { at: Date; outcome: string } | null;
   } | null;
   /** The order id this key names (placeOrder only), whether or not the order exists. */
   orderId: string | null;
@@ -147,6 +150,11 @@ export async function getKeyTrail(db: Database, ref: KeyRef): Promise<KeyTrail> 
           currency: order.currency,
           createdAt: order.createdAt,
           items: order.items.map((item) => ({ sku: item.sku, name: item.name, quantity: item.quantity })),
+          chargeAttemptedAt: order.chargeAttemptedAt,
+          reconciled:
+            order.reconciledAt && order.reconciledOutcome
+              ? { at: order.reconciledAt, outcome: order.reconciledOutcome }
+              : null,
         }
       : null,
     payment: order?.payment

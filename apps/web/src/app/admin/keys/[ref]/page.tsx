@@ -155,6 +155,14 @@ function OrderSteps({ trail }: { trail: KeyTrail }) {
               ),
             ],
             ['Order status', trail.order?.status ?? '—'],
+            [
+              'Reconciler',
+              trail.order?.reconciled
+                ? `settled ${trail.order.reconciled.outcome} from the provider's record, ${formatUtc(trail.order.reconciled.at)}`
+                : trail.order?.status === 'pending'
+                  ? 'pending: settled from the provider’s record 5 min after the last charge attempt'
+                  : 'not needed',
+            ],
             ['Total', trail.order ? formatMoney(trail.order.totalCents, trail.order.currency) : '—'],
             ['Items', trail.order?.items.map((item) => `${item.quantity} × ${item.name}`).join(', ') || '—'],
             [
