@@ -28,9 +28,13 @@ try {
 }
 
 const cleanup = env.cleanupCron === null ? 'cleanup schedule off' : `cleanup cron "${env.cleanupCron}" UTC`;
+const reconcile =
+  env.reconcileCron === null
+    ? 'reconciler schedule off'
+    : `reconciler cron "${env.reconcileCron}" UTC, settles after ${env.reconcileSettleAfterSeconds} s`;
 log.info(
   `worker ready: queues ${worker.queues.join(', ')} (pg-boss schema ${env.schema}; ` +
-    `fulfilment expiry ${env.fulfilment.expireInSeconds} s, ${env.fulfilmentConcurrency} loop(s); ${cleanup})`,
+    `fulfilment expiry ${env.fulfilment.expireInSeconds} s, ${env.fulfilmentConcurrency} loop(s); ${cleanup}; ${reconcile})`,
 );
 
 let stopping = false;
