@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POOL_SIZE } from '../src/db.ts';
-import { canonicalJson, fingerprint } from '../src/idempotency.ts';
+import { canonicalJson, fingerprint, KEY_TTL_HOURS } from '../src/idempotency.ts';
 import { startProvider } from '../src/index.ts';
 import {
   type Harness,
@@ -340,12 +340,12 @@ describe('a stuck original', () => {
   }, 15_000);
 });
 
-describe('expiry (24 h)', () => {
-  it('treats a key older than 24 h as new', async () => {
+describe(`expiry (${KEY_TTL_HOURS} h)`, () => {
+  it('treats a key older than the retention as new', async () => {
     const order = uniqueOrder();
     const key = newKey();
     const first = await postCharge(base, validCharge(order), { key });
-    await ageKey(key, 25);
+    await ageKey(key, KEY_TTL_HOURS + 1);
     const second = await postCharge(base, validCharge(order), { key });
     expect(second.status).toBe(200);
     expect(second.headers.get('idempotent-replayed')).toBeNull();
@@ -358,11 +358,11 @@ describe('expiry (24 h)', () => {
     expect(third.text).toBe(second.text);
   });
 
-  it('still replays a key used 23 h ago', async () => {
+  it('still replays a key used an hour before the retention ends', async () => {
     const order = uniqueOrder();
     const key = newKey();
     const first = await postCharge(base, validCharge(order), { key });
-    await ageKey(key, 23);
+    await ageKey(key, KEY_TTL_HOURS - 1);
     const second = await postCharge(base, validCharge(order), { key });
     expect(second.headers.get('idempotent-replayed')).toBe('true');
     expect(second.text).toBe(first.text);
@@ -372,7 +372,7 @@ describe('expiry (24 h)', () => {
     const order = uniqueOrder();
     const key = newKey();
     await postCharge(base, validCharge(order), { key });
-    await ageKey(key, 25);
+    await ageKey(key, KEY_TTL_HOURS + 1);
     const res = await postCharge(base, validCharge(order, { amount: 999 }), { key });
     expect(res.status).toBe(200);
     expect(JSON.parse(res.text).amount).toBe(999);
@@ -382,7 +382,7 @@ describe('expiry (24 h)', () => {
     const order = uniqueOrder();
     const key = newKey();
     await postCharge(base, validCharge(order), { key });
-    await ageKey(key, 25);
+    await ageKey(key, KEY_TTL_HOURS + 1);
     const responses = await overlapped(() =>
       Promise.all(Array.from({ length: 20 }, () => postCharge(base, validCharge(order), { key }))),
     );
