@@ -14,9 +14,12 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { type CheckoutServers, startCheckoutServers } from '../../apps/web/test/helpers/checkout-servers.ts';
 import { connect, deferred, uniqueScope, waitUntil } from '../../packages/idempotency/test/support/db.ts';
 import { fetchRequestHandler, superjson } from '../../packages/idempotency/test/support/server-peers.ts';
 import { createTestTRPC, keyRows } from '../../packages/idempotency/test/support/trpc.ts';
+import { seedDatabase } from '../../prisma/seed.ts';
+import { demoUsers } from '../../prisma/seed-data.ts';
 
 let db: Database;
 beforeAll(() => {
@@ -41,9 +44,15 @@ function setup({ toldStreamed }: { toldStreamed: boolean }) {
       }),
   });
 
-  function post(input: { sku: string }, key: string, principal: string, { stream }: { stream: boolean }) {
+  function post(
+    input: { sku: string },
+    key: string,
+    principal: string,
+    { stream, via = 'trpc-accept' }: { stream: boolean; via?: 'trpc-accept' | 'accept' },
+  ) {
     const headers = new Headers({ 'content-type': 'application/json', 'Idempotency-Key': key });
-    if (stream) headers.set('trpc-accept', 'application/jsonl');
+    // httpBatchStreamLink sends trpc-accept; tRPC also streams for a plain `Accept: application/jsonl`.
+    if (stream) headers.set(via, via === 'accept' ? 'text/html, application/jsonl' : 'application/jsonl');
     // httpBatchStreamLink always sends a batch (of one here); a plain call is what httpLink sends.
     const url = stream
       ? 'http://localhost/api/trpc/placeOrder?batch=1'
@@ -109,15 +118,17 @@ describe('streamed batch of one idempotent call', () => {
     await running;
   });
 
-  it('PROTECTED: HTTP 400 that says what to send, nothing claimed, nothing run', async () => {
+  it('PROTECTED: HTTP 400 that says what to send, nothing claimed, nothing run (trpc-accept or Accept)', async () => {
     const { post, executions } = setup({ toldStreamed: true });
     const principal = uniqueScope();
-    const response = await post({ sku: 'mug' }, randomUUID(), principal, { stream: true });
-    expect(response.status).toBe(400);
-    const text = await response.text();
-    expect(text).toContain('BAD_REQUEST');
-    expect(text).toContain('cannot be sent on a streamed response');
-    expect(text).toContain('without trpc-accept');
+    for (const via of ['trpc-accept', 'accept'] as const) {
+      const response = await post({ sku: 'mug' }, randomUUID(), principal, { stream: true, via });
+      expect(response.status, via).toBe(400);
+      const text = await response.text();
+      expect(text).toContain('BAD_REQUEST');
+      expect(text).toContain('cannot be sent on a streamed response');
+      expect(text).toContain('without trpc-accept');
+    }
     expect(executions()).toBe(0);
     expect(await keyRows(db, principal)).toEqual([]);
   });
@@ -134,5 +145,45 @@ describe('streamed batch of one idempotent call', () => {
     expect(replay.headers.get('Idempotent-Replayed')).toBe('true');
     expect(await replay.text()).toBe(firstBody);
     expect(executions()).toBe(1);
+  });
+});
+
+describe("the app's route", () => {
+  let servers: CheckoutServers;
+  beforeAll(async () => {
+    await seedDatabase(db);
+    servers = await startCheckoutServers(process.env.DATABASE_URL ?? '');
+  });
+  afterAll(async () => {
+    await servers?.close();
+  });
+
+  it('a streamed checkout.placeOrder → HTTP 400, nothing claimed: the same key sent plainly then runs', async () => {
+    const key = randomUUID();
+    const order = {
+      items: [{ sku: 'MUG-STONE', quantity: 1 }],
+      email: 'alice@example.com',
+      cardToken: 'tok_visa',
+    };
+    const headers = {
+      'content-type': 'application/json',
+      authorization: `Bearer ${demoUsers[0]?.token}`,
+      'idempotency-key': key,
+    };
+    const streamed = await fetch(`${servers.app.url}/api/trpc/checkout.placeOrder?batch=1`, {
+      method: 'POST',
+      headers: { ...headers, 'trpc-accept': 'application/jsonl' },
+      body: JSON.stringify({ 0: superjson.serialize(order) }),
+    });
+    expect(streamed.status).toBe(400);
+    expect(await streamed.text()).toContain('cannot be sent on a streamed response');
+
+    const plain = await fetch(`${servers.app.url}/api/trpc/checkout.placeOrder`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(superjson.serialize(order)),
+    });
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get('Idempotent-Replayed')).toBeNull();
   });
 });
