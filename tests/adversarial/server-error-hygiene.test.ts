@@ -138,6 +138,22 @@ describe('5xx bodies: a generic message and a correlation id; the cause only in 
     }
   });
 
+  it('PROTECTED: the same in a streamed response (jsonl): generic, with the id of its log line', async () => {
+    const { result, lines } = await logged(async () => {
+      const response = await fetch(`${failing.url}/api/trpc/provider?batch=1`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'trpc-accept': 'application/jsonl' },
+        body: JSON.stringify({ 0: { json: null } }),
+      });
+      return response.text();
+    });
+    expect(result).not.toContain('No such token');
+    const errorId = /error id ([0-9a-f-]{36})/.exec(result)?.[1];
+    expect(errorId).toBeDefined();
+    const line = lines.find((entry) => entry.errorId === errorId);
+    expect(String((line?.err as Error | undefined)?.message)).toContain('No such token');
+  });
+
   it('PROTECTED: the checkout\u2019s 503 (provider down) is generic too, its cause logged; the retry still works', async () => {
     const key = crypto.randomUUID();
     const order = {
