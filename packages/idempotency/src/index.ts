@@ -18,7 +18,11 @@ export {
   leaseLostError,
   malformedKeyError,
   missingKeyError,
+  streamedError,
   tooManyInFlightError,
+  UnstableScope,
+  unstableScope,
+  unstableScopeError,
 } from './core/errors.ts';
 export { fingerprintRequest } from './core/fingerprint.ts';
 export {

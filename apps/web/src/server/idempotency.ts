@@ -8,9 +8,10 @@ import {
   type PrismaTransactionLike,
   withLeaseRenewal,
 } from '@idem/idempotency/prisma';
-import { createIdempotency } from '@idem/idempotency/trpc';
+import { createIdempotency, unstableScope } from '@idem/idempotency/trpc';
 import superjson from 'superjson';
 import type { Principal } from './auth/principal.ts';
+import { SESSION_COOKIE } from './auth/session.ts';
 import { db } from './db.ts';
 import { faultHooks, leaseRenewalDisabled, testLeaseSeconds } from './fault-points.ts';
 import { logIdempotencyEvent } from './observability/log.ts';
@@ -22,14 +23,22 @@ type AuthedContext = Context & { principal: Principal };
 
 const store = createPrismaIdempotencyStore(db);
 
+const MINTED_SESSION_HOW_TO_FIX =
+  `This request carried no session, so the server created a guest session for it; a retry without it would be ` +
+  `another guest. Send the ${SESSION_COOKIE} cookie from this response's Set-Cookie with this request and every ` +
+  'retry (keep cookies), or authenticate with Authorization: Bearer <token>.';
+
 export const idempotency = createIdempotency<AuthedContext, PrismaTransactionLike<Database>>({
   // The owner renews its lease while the procedure runs (external mode): a slow but live request keeps its key.
   store: leaseRenewalDisabled ? store : withLeaseRenewal(store, db),
   transformer: superjson,
-  getScope: (ctx) => ctx.principal.id,
+  // A guest session minted for this very request is a new guest on every retry of a client that keeps no
+  // cookies: the key could never deduplicate, so it is refused (400) before anything is claimed.
+  getScope: (ctx) => (ctx.principalMintedNow ? unstableScope(MINTED_SESSION_HOW_TO_FIX) : ctx.principal.id),
   getRequestHeaders: (ctx) => ctx.headers,
   getResponseHeaders: (ctx) => ctx.resHeaders,
   isBatched: (ctx) => ctx.isBatch,
+  isStreamed: (ctx) => ctx.isStreamed,
   // Synchronous and in memory only (the benchmark measures this path): counters, one log line, and the
   // dashboard's per-minute counts, which a background timer flushes to the database.
   onEvent(event) {

@@ -7,9 +7,16 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import superjson from 'superjson';
 import { ZodError, z } from 'zod';
 import { env } from '~/env';
-import { InvalidApiTokenError, isAdmin, type Principal, resolvePrincipal } from './auth/principal.ts';
+import {
+  InvalidApiTokenError,
+  isAdmin,
+  isMintedForThisRequest,
+  type Principal,
+  resolvePrincipal,
+} from './auth/principal.ts';
 import { db } from './db.ts';
 import { reasonOf } from './errors.ts';
+import { errorIdOf } from './observability/log.ts';
 
 export interface CreateContextOptions {
   headers: Headers;
@@ -17,6 +24,8 @@ export interface CreateContextOptions {
   resHeaders?: Headers;
   /** True when the HTTP request carries several tRPC operations (a batch of more than one). */
   isBatch?: boolean;
+  /** True when the response is streamed (`trpc-accept: application/jsonl`, httpBatchStreamLink). */
+  isStreamed?: boolean;
   deps?: Partial<ContextDeps>;
 }
 
@@ -44,9 +53,12 @@ export async function createTRPCContext(options: CreateContextOptions) {
     ...deps,
     principal,
     principalError,
+    /** The principal is a guest session the proxy created for this very request (see `GUEST_MINTED_HEADER`). */
+    principalMintedNow: isMintedForThisRequest(principal, options.headers),
     headers: options.headers,
     resHeaders: options.resHeaders,
     isBatch: options.isBatch ?? false,
+    isStreamed: options.isStreamed ?? false,
   };
 }
 export type Context = Awaited<ReturnType<typeof createTRPCContext>>;
@@ -58,6 +70,16 @@ const t = initTRPC.context<Context>().create({
     // No stack traces on the wire: they leak server paths, and they would make a replayed error's body differ
     // from the original's (each is a different Error object).
     const { stack: _stack, ...data } = shape.data;
+    // A 5xx says nothing decided and nothing internal (a provider's or the database's message): a generic
+    // message and the id of the server's log line that holds the real cause (written by the route's onError).
+    if (data.httpStatus >= 500) {
+      const errorId = errorIdOf(error);
+      return {
+        ...shape,
+        message: `${genericServerErrorMessage(data.httpStatus)} (error id ${errorId})`,
+        data: { code: data.code, httpStatus: data.httpStatus, path: data.path, errorId },
+      };
+    }
     return {
       ...shape,
       data: {
@@ -69,6 +91,12 @@ const t = initTRPC.context<Context>().create({
     };
   },
 });
+
+function genericServerErrorMessage(httpStatus: number): string {
+  if (httpStatus === 503)
+    return 'A service this request needs is unavailable right now; retry later (with the same Idempotency-Key, if it had one)';
+  return 'Internal server error';
+}
 
 export const createTRPCRouter = t.router;
 export const createCallerFactory = t.createCallerFactory;

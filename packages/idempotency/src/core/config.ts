@@ -84,10 +84,10 @@ export function resolveOptions(...layers: Array<IdempotencyOptions | undefined>)
   assertPositive('transactionTimeoutMs', resolved.transactionTimeoutMs);
   assertPositive('leaseSeconds', resolved.leaseSeconds);
   assertPositive('retryAfterSeconds', resolved.retryAfterSeconds);
-  // Fix: Retry-After is delay-seconds, 1*DIGIT (RFC 9110 §10.2.3); 1.5 would send an invalid header.
+  // Retry-After is delay-seconds, 1*DIGIT (RFC 9110 §10.2.3): 1.5 would send an invalid header.
   if (!Number.isInteger(resolved.retryAfterSeconds))
     throw new RangeError(`retryAfterSeconds must be a whole number, got ${resolved.retryAfterSeconds}`);
-  // Fix: `NaN < 0` is false, so NaN (and Infinity: an endless wait) used to pass this check.
+  // NaN would pass a plain `< 0` check, and Infinity is an endless wait.
   if (!Number.isFinite(resolved.waitForInFlightMs) || resolved.waitForInFlightMs < 0)
     throw new RangeError(`waitForInFlightMs must be a finite number ≥ 0, got ${resolved.waitForInFlightMs}`);
   if (

@@ -19,6 +19,16 @@ export const IdempotencyErrorCode = {
   invalidInput: 'idempotency_input_invalid',
   /** The principal already has `maxInFlightPerScope` keys in flight; this new key was not claimed. 429. */
   tooManyInFlight: 'idempotency_too_many_in_flight',
+  /**
+   * The request's principal will not be the same on a retry (e.g. a guest session created by this very
+   * request), so its key could never deduplicate anything. `getScope` returned `unstableScope(…)`. 400.
+   */
+  unstableScope: 'idempotency_scope_unstable',
+  /**
+   * An idempotent mutation on a streamed response (tRPC `httpBatchStreamLink`, `trpc-accept: application/jsonl`):
+   * its status and headers are sent before the result, so a replay, a 409 or a 422 could not be told apart. 400.
+   */
+  streamed: 'idempotency_streamed_response',
 } as const;
 export type IdempotencyErrorCode = (typeof IdempotencyErrorCode)[keyof typeof IdempotencyErrorCode];
 
@@ -33,6 +43,8 @@ const httpStatusByCode: Record<IdempotencyErrorCode, IdempotencyHttpStatus> = {
   idempotency_lease_lost: 409,
   idempotency_key_reused: 422,
   idempotency_too_many_in_flight: 429,
+  idempotency_scope_unstable: 400,
+  idempotency_streamed_response: 400,
 };
 
 export class IdempotencyError extends Error {
@@ -109,5 +121,35 @@ export function tooManyInFlightError(maxInFlight: number, retryAfterSeconds: num
     `Too many requests in progress: at most ${maxInFlight} Idempotency-Keys may be in flight at once for one caller. ` +
       'Nothing was done; retry after a moment (the same key is fine).',
     retryAfterSeconds,
+  );
+}
+
+/**
+ * What `getScope` returns for a request that has a principal, but one a retry will not have: for example a
+ * guest session the server created for this very request (a client that keeps no cookies gets a new one each
+ * time). `howToFix` tells the client what to send instead; the request is refused with 400 and nothing is claimed.
+ */
+export class UnstableScope {
+  constructor(readonly howToFix: string) {}
+}
+
+export function unstableScope(howToFix: string): UnstableScope {
+  return new UnstableScope(howToFix);
+}
+
+export function unstableScopeError(howToFix: string): IdempotencyError {
+  return new IdempotencyError(
+    IdempotencyErrorCode.unstableScope,
+    `This request has no stable principal for its ${IDEMPOTENCY_KEY_HEADER}, so a retry could not be recognised ` +
+      `and nothing was done. ${howToFix}`,
+  );
+}
+
+export function streamedError(): IdempotencyError {
+  return new IdempotencyError(
+    IdempotencyErrorCode.streamed,
+    'An idempotent mutation cannot be sent on a streamed response (trpc-accept: application/jsonl, ' +
+      'httpBatchStreamLink): its status and headers (Idempotent-Replayed, Retry-After) are sent before the result. ' +
+      'Nothing was done; send it without trpc-accept (httpLink).',
   );
 }

@@ -115,11 +115,15 @@ async function recordStoredError<TTx, TResult>(
   rollBack: RollBack,
   transactionOptions: { lockTimeoutMs: number; timeoutMs: number },
 ): Promise<HandledRequest<TResult>> {
+  // This request already passed the in-flight cap when it claimed the key; recording its decided outcome is
+  // not a new key in flight, so the cap does not apply (it would answer 429 and store nothing).
+  const recordRequest: ClaimRequest = {
+    ...claimRequest,
+    inFlightCap: undefined,
+    response: rollBack.response ?? undefined,
+  };
   try {
-    const claim = await store.transaction(
-      (tx) => store.claim({ ...claimRequest, response: rollBack.response ?? undefined }, tx),
-      transactionOptions,
-    );
+    const claim = await store.transaction((tx) => store.claim(recordRequest, tx), transactionOptions);
     if (claim.claimed) return { kind: 'executed', result: rollBack.result as TResult };
     return { kind: 'replayed', response: storedResponseOf(claim.record, claimRequest, options) };
   } catch (error) {
@@ -145,25 +149,31 @@ export async function handleExternal<TResult>(
   hooks: FaultHooks = {},
 ): Promise<HandledRequest<TResult>> {
   const owner = randomUUID();
-  const claim = await store.claim({
+  const claimRequest: ClaimRequest = {
     ...request,
     owner,
     leaseSeconds: options.leaseSeconds,
     retentionSeconds: options.retentionSeconds,
     inFlightCap: inFlightCapOf(options),
-  });
+  };
+  let claim = await store.claim(claimRequest);
   if (!claim.claimed) {
-    const record = await waitWhileInFlight(store, request, claim.record, options);
-    const response = storedResponseOf(record, request, options);
-    countReplay(store, request);
-    return { kind: 'replayed', response };
+    let record = await waitWhileInFlight(store, request, claim.record, options);
+    // The owner's lease ended while we waited (it died): take the key over now, as a retry would.
+    if (isDeadLeaseOfSameRequest(record, request)) {
+      claim = await store.claim(claimRequest);
+      if (!claim.claimed) record = claim.record;
+    }
+    if (!claim.claimed) {
+      const response = storedResponseOf(record, request, options);
+      countReplay(store, request);
+      return { kind: 'replayed', response };
+    }
   }
 
   let outcome: RunOutcome<TResult>;
-  // Fix (found by tests/faults/soak.ts under CPU starvation): a live owner slower than its lease was taken over
-  // while still running, so two executions of one intent overlapped (the app's order INSERT then failed with a
-  // unique violation → 500). The owner now renews its lease while the procedure runs; only a dead or frozen
-  // owner loses it, and completion stays fenced for that case.
+  // The owner renews its lease while the procedure runs, so a live owner slower than its lease is never taken
+  // over mid-run; only a dead or frozen owner loses it, and completion stays fenced for that case.
   const stopRenewing = renewLeaseWhileRunning(store, request, owner, options.leaseSeconds);
   try {
     await hooks.afterClaim?.();
@@ -178,10 +188,9 @@ export async function handleExternal<TResult>(
   }
   stopRenewing();
   if (outcome.response === null) {
-    // Fix (tests/faults zombie): a request that lost its lease while frozen (GC pause, SIGSTOP) could resume in
-    // the middle of the procedure while the takeover ran it too, and fail on the overlap (the order INSERT's
-    // unique violation → 500). Its failure says nothing about the key: another request owns (or completed) it.
-    // Answer 409 like a fenced completion, so the client retries and gets the owner's result.
+    // A request that lost its lease while frozen (GC pause, SIGSTOP) may resume mid-procedure while the takeover
+    // runs it too, and fail on the overlap. Its failure says nothing about the key: another request owns (or
+    // completed) it. Answer 409 like a fenced completion, so the client retries and gets the owner's result.
     if (!(await store.release(request, owner))) throw leaseLostError(options.retryAfterSeconds);
     return { kind: 'released', result: outcome.result };
   }
@@ -236,6 +245,19 @@ function storedResponseOf(
   throw inProgressError(options.retryAfterSeconds);
 }
 
+/** A key still `processing` for this same request whose owner's lease has ended: a retry may take it over. */
+function isDeadLeaseOfSameRequest(record: IdempotencyRecord, request: IdempotentRequest): boolean {
+  return (
+    record.state === RecordState.processing &&
+    !record.leaseActive &&
+    record.fingerprint === request.fingerprint
+  );
+}
+
+/**
+ * Polls (bounded by `waitForInFlightMs`) while the key is in flight for this same request under a live lease.
+ * Returns as soon as the key is completed, released, reused by another request, or its lease has ended.
+ */
 async function waitWhileInFlight(
   store: IdempotencyStore<unknown>,
   request: IdempotentRequest,
@@ -247,6 +269,7 @@ async function waitWhileInFlight(
   let pauseMs = 25;
   while (
     current.state === RecordState.processing &&
+    current.leaseActive &&
     current.fingerprint === request.fingerprint &&
     Date.now() < deadline
   ) {

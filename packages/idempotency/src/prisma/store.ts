@@ -79,8 +79,8 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
 
   // A row may be taken over when it has expired (a new request) or when its lease ended while still processing
   // the same request (its owner died). Anything else is live: returned as it is, never overwritten.
-  // Fix: an expired row whose lease is still live is a request still running (retention < lease): taking it
-  // over would run the key twice at once. Same rule as deleteExpiredBatch.
+  // An expired row whose lease is still live is a request still running (retention < lease): taking it over
+  // would run the key twice at once. Same rule as deleteExpiredBatch.
   const expiredRow = `(k.expires_at <= now() and not (k.state = 'processing' and k.locked_until > now()))`;
   const deadLeaseSameRequest = `(k.state = 'processing' and k.locked_until <= now() and k.fingerprint = $4)`;
   const statements = new Map<string, Statement>();
@@ -181,10 +181,10 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   }
 
   /**
-   * Fix (found by pnpm bench:storage): the batch delete names rows by `ctid`, which is unique only within one
-   * partition — on a partitioned key table it deleted the same slot in every partition, live keys included
-   * (640 rows for a batch of 100 on 8 hash partitions). Partitioning this table is not supported (a range on
-   * time also breaks the primary key: docs/SCALING.md), so the cleanup refuses one, checked once per store.
+   * The batch delete names rows by `ctid`, which is unique only within one partition: on a partitioned key table
+   * it would delete the same slot in every partition, live keys included. Partitioning this table is not
+   * supported (a range on time also breaks the primary key: docs/SCALING.md), so the cleanup refuses one,
+   * checked once per store.
    */
   let partitionCheck: Promise<void> | null = null;
   function refusePartitionedTable(): Promise<void> {

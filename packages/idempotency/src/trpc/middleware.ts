@@ -5,13 +5,22 @@
  *   placeOrder: authedProcedure.concat(idempotency.external()).input(schema).mutation(…)
  */
 import { initTRPC, TRPCError } from '@trpc/server';
+import type { TRPCRequestInfo } from '@trpc/server/http';
 import {
   IdempotencyMode,
   type IdempotencyOptions,
   type ResolvedOptions,
   resolveOptions,
 } from '../core/config.ts';
-import { batchedError, IDEMPOTENCY_KEY_HEADER, IdempotencyError, invalidInputError } from '../core/errors.ts';
+import {
+  batchedError,
+  IDEMPOTENCY_KEY_HEADER,
+  IdempotencyError,
+  invalidInputError,
+  streamedError,
+  UnstableScope,
+  unstableScopeError,
+} from '../core/errors.ts';
 import { fingerprintRequest } from '../core/fingerprint.ts';
 import {
   type FaultHooks,
@@ -43,13 +52,24 @@ export interface IdempotencyEvent {
 export interface CreateIdempotencyConfig<TContext, TTx> {
   store: IdempotencyStore<TTx>;
   transformer: ResultTransformer;
-  /** The principal the key belongs to, from the server's context. null → 401. */
-  getScope(ctx: TContext): string | null | undefined;
+  /**
+   * The principal the key belongs to, from the server's context. null → 401. `unstableScope(howToFix)` when
+   * there is a principal but a retry will not have it (a guest session created by this very request) → 400,
+   * nothing claimed.
+   */
+  getScope(ctx: TContext): string | null | undefined | UnstableScope;
   getRequestHeaders(ctx: TContext): Headers | undefined;
   /** Where to set `Idempotent-Replayed` and `Retry-After` (tRPC's fetch adapter: `resHeaders`). */
   getResponseHeaders?(ctx: TContext): Headers | undefined;
   /** True when the HTTP request carried several operations; an idempotent mutation must travel alone. */
   isBatched?(ctx: TContext): boolean;
+  /**
+   * True when the response is streamed (tRPC fetch adapter: `info.accept === 'application/jsonl'`, what
+   * `httpBatchStreamLink` sends): its status and headers leave before the result, so an idempotent mutation
+   * there is refused with 400 before anything is claimed. Pair it with `streamedResponseMeta` so that the HTTP
+   * status of such a response is 400 too.
+   */
+  isStreamed?(ctx: TContext): boolean;
   /** Defaults for every procedure; each procedure may override them. */
   defaults?: IdempotencyOptions;
   onEvent?(event: IdempotencyEvent): void;
@@ -91,6 +111,14 @@ export function createIdempotency<TContext extends object, TTx>(
   config: CreateIdempotencyConfig<TContext, TTx>,
 ) {
   const t = initTRPC.context<TContext>().create();
+  /** This instance's middlewares, to recognise its procedures in a request (`streamedResponseMeta`). */
+  const ownMiddlewares = new WeakSet<object>();
+  function registered<TProcedure extends { _def: { middlewares: readonly object[] } }>(
+    procedure: TProcedure,
+  ) {
+    for (const middleware of procedure._def.middlewares) ownMiddlewares.add(middleware);
+    return procedure;
+  }
 
   /**
    * Everything around running the procedure: key, scope, fingerprint, error mapping, replay, headers and
@@ -115,8 +143,10 @@ export function createIdempotency<TContext extends object, TTx>(
     let handled: HandledRequest<TResult>;
     try {
       if (config.isBatched?.(ctx)) throw batchedError();
+      if (config.isStreamed?.(ctx)) throw streamedError();
       const key = parseIdempotencyKey(config.getRequestHeaders(ctx)?.get(IDEMPOTENCY_KEY_HEADER));
       const scope = config.getScope(ctx);
+      if (scope instanceof UnstableScope) throw unstableScopeError(scope.howToFix);
       if (!scope)
         throw new TRPCError({ code: 'UNAUTHORIZED', message: 'An idempotent request needs a principal.' });
       // Only hashed when someone listens: the request path pays for no work nobody reads.
@@ -152,7 +182,7 @@ export function createIdempotency<TContext extends object, TTx>(
      */
     transactional(perProcedure?: IdempotencyOptions) {
       const options = resolveOptions(config.defaults, perProcedure);
-      return t.procedure.use((opts) => {
+      const procedure = t.procedure.use((opts) => {
         const callNext = (idempotency: TransactionalIdempotencyContext<TTx>) =>
           opts.next({ ctx: { idempotency } });
         type Result = Awaited<ReturnType<typeof callNext>>;
@@ -172,6 +202,7 @@ export function createIdempotency<TContext extends object, TTx>(
             ),
         );
       });
+      return registered(procedure);
     },
 
     /**
@@ -180,7 +211,7 @@ export function createIdempotency<TContext extends object, TTx>(
      */
     external(perProcedure?: IdempotencyOptions) {
       const options = resolveOptions(config.defaults, perProcedure);
-      return t.procedure.use((opts) => {
+      const procedure = t.procedure.use((opts) => {
         const callNext = (idempotency: IdempotencyContext) => opts.next({ ctx: { idempotency } });
         type Result = Awaited<ReturnType<typeof callNext>>;
         return guard<Result>(
@@ -199,8 +230,34 @@ export function createIdempotency<TContext extends object, TTx>(
             ),
         );
       });
+      return registered(procedure);
+    },
+
+    /**
+     * For the HTTP handler's `responseMeta` (tRPC fetch adapter): a streamed response
+     * (`trpc-accept: application/jsonl`) that carries a call to one of this instance's idempotent procedures
+     * gets HTTP 400 — the status that the refusal inside it (`isStreamed`) would have had on a plain response.
+     * Every other response: no change.
+     *
+     *   fetchRequestHandler({ …, responseMeta: (opts) => idempotency.streamedResponseMeta(opts) })
+     */
+    streamedResponseMeta({ info }: { info?: TRPCRequestInfo | undefined }): { status?: number } {
+      if (info?.accept !== 'application/jsonl') return {};
+      const idempotentCall = info.calls.some((call) => usesAnyOf(call.procedure, ownMiddlewares));
+      return idempotentCall ? { status: streamedError().httpStatus } : {};
     },
   };
+}
+
+/**
+ * Whether a resolved procedure runs one of `middlewares`. tRPC keeps a procedure's middleware chain in its
+ * `_def` at runtime without typing it on the resolved procedure; read defensively (absent → false, and the
+ * refusal inside the stream still stops the call).
+ */
+function usesAnyOf(procedure: unknown, middlewares: WeakSet<object>): boolean {
+  const definition = (procedure as { _def?: { middlewares?: unknown } } | null)?._def;
+  const chain = definition?.middlewares;
+  return Array.isArray(chain) && chain.some((middleware) => middlewares.has(middleware as object));
 }
 
 /** The parts of tRPC's (internal) middleware result this adapter reads. */
@@ -240,19 +297,18 @@ function replayResult<TResult>(response: StoredResponse, transformer: ResultTran
 }
 
 /**
- * Fix: the input as the transformer sends it on the wire. tRPC hands middlewares the *deserialized* input, in
- * which superjson's Map and Set canonicalize to `{}` (two different requests got the same fingerprint, so the
- * second replayed the first's result instead of a 422) and a BigInt made canonical JSON throw (every such
- * request failed with a 500). No input stays null, as in `fingerprintRequest`.
+ * The input as the transformer sends it on the wire. tRPC hands middlewares the *deserialized* input, in which
+ * superjson's Map and Set would canonicalize to `{}` (two different requests with one fingerprint) and a BigInt
+ * would make canonical JSON throw. No input stays null, as in `fingerprintRequest`.
  */
 function wireInput(input: unknown, transformer: ResultTransformer): unknown {
   return input === undefined || input === null ? null : transformer.serialize(input);
 }
 
 /**
- * Fix: hostile input made fingerprinting throw — a lone surrogate (canonicalize refuses it) or JSON nested a few
- * thousand levels deep (superjson's walker overflows the stack) — and every such request was a 500. Both are
- * the client's input, never a server fault: 400, before anything is claimed.
+ * Hostile input can make fingerprinting throw — a lone surrogate (canonicalize refuses it) or JSON nested a few
+ * thousand levels deep (superjson's walker overflows the stack). Both are the client's input, never a server
+ * fault: 400, before anything is claimed.
  */
 function fingerprintInput(path: string, input: unknown, transformer: ResultTransformer): string {
   try {

@@ -4,7 +4,7 @@ import type { Database } from '@idem/db';
 import { initTRPC, TRPCError } from '@trpc/server';
 import superjson from 'superjson';
 import { expect } from 'vitest';
-import type { IdempotencyOptions } from '../../src/index.ts';
+import type { IdempotencyOptions, IdempotencyStore } from '../../src/index.ts';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../../src/prisma/index.ts';
 import { createIdempotency, type IdempotencyEvent } from '../../src/trpc/index.ts';
 import { uniqueScope } from './db.ts';
@@ -15,21 +15,31 @@ export interface TestContext {
   principalId: string | null;
   /** Set by the HTTP adapter when the request carried several operations. */
   batched?: boolean;
+  /** Set by the HTTP adapter when the response is streamed (`trpc-accept: application/jsonl`). */
+  streamed?: boolean;
 }
 
-export function createTestTRPC(db: Database, defaults?: IdempotencyOptions) {
+type TestStore = IdempotencyStore<PrismaTransactionLike<Database>>;
+
+/** `wrapStore`: a test-supplied store around the Prisma one (a control that changes what the handler sees). */
+export function createTestTRPC(
+  db: Database,
+  defaults?: IdempotencyOptions,
+  { wrapStore }: { wrapStore?: (store: TestStore) => TestStore } = {},
+) {
   // isDev: false → no stack in error shapes, so an error's HTTP body is the same on the first response and
   // on its replays.
   const t = initTRPC.context<TestContext>().create({ transformer: superjson, isDev: false });
   const events: IdempotencyEvent[] = [];
   const store = createPrismaIdempotencyStore(db);
   const idempotency = createIdempotency<TestContext, PrismaTransactionLike<Database>>({
-    store,
+    store: wrapStore ? wrapStore(store) : store,
     transformer: superjson,
     getScope: (ctx) => ctx.principalId,
     getRequestHeaders: (ctx) => ctx.headers,
     getResponseHeaders: (ctx) => ctx.resHeaders,
     isBatched: (ctx) => ctx.batched === true,
+    isStreamed: (ctx) => ctx.streamed === true,
     defaults,
     onEvent: (event) => events.push(event),
   });

@@ -5,7 +5,7 @@
  */
 import { type Database, hashApiToken, type UserRole } from '@idem/db';
 import { ADMIN_SESSION_COOKIE, verifyAdminSession } from './admin-session.ts';
-import { SESSION_COOKIE, verifyGuestSession } from './session.ts';
+import { GUEST_MINTED_HEADER, SESSION_COOKIE, verifyGuestSession } from './session.ts';
 
 export type UserPrincipal = {
   kind: 'user';
@@ -73,12 +73,27 @@ export async function resolvePrincipal(
   return guestId ? { kind: 'guest', id: `guest:${guestId}`, guestId } : null;
 }
 
+/** A cookie's value; a value that is not valid percent-encoding (`%E0%A4%A`) counts as absent. */
 export function readCookie(headers: Headers, name: string): string | undefined {
   const cookieHeader = headers.get('cookie');
   if (!cookieHeader) return undefined;
   for (const part of cookieHeader.split(';')) {
     const [rawName, ...rest] = part.trim().split('=');
-    if (rawName === name) return decodeURIComponent(rest.join('='));
+    if (rawName === name) {
+      try {
+        return decodeURIComponent(rest.join('='));
+      } catch {
+        return undefined;
+      }
+    }
   }
   return undefined;
+}
+
+/**
+ * True when the proxy minted this request's guest session for it (`GUEST_MINTED_HEADER` names the very guest
+ * the request resolved to): a client that keeps no cookies would be another guest on its retry.
+ */
+export function isMintedForThisRequest(principal: Principal | null, headers: Headers): boolean {
+  return principal?.kind === 'guest' && headers.get(GUEST_MINTED_HEADER) === principal.guestId;
 }

@@ -8,6 +8,13 @@ import { jwtVerify, SignJWT } from 'jose';
 export const SESSION_COOKIE = 'idem_session';
 export const SESSION_MAX_AGE_SECONDS = 60 * 60 * 24 * 365;
 
+/**
+ * Set by the proxy on a request it minted a guest session for (the value is that guest id), so the server
+ * knows that this request's principal will not exist on a retry from a client that keeps no cookies. The proxy
+ * strips any value a client sends.
+ */
+export const GUEST_MINTED_HEADER = 'x-idem-guest-minted';
+
 const ISSUER = 'idem';
 
 export async function signGuestSession(guestId: string, secret: string): Promise<string> {

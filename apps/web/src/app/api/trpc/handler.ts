@@ -1,0 +1,97 @@
+/** The tRPC API over HTTP: body cap, context, the streamed-response status, and the log line of every 5xx. */
+import { type AnyTRPCRouter, type inferRouterContext, TRPCError } from '@trpc/server';
+import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
+import { getHTTPStatusCodeFromError } from '@trpc/server/http';
+import { idempotency } from '~/server/idempotency';
+import { errorIdOf, logger } from '~/server/observability/log';
+import { type Context, createTRPCContext } from '~/server/trpc';
+
+/** A router built on the app's tRPC instance: its context is the app's (and its error formatter too). */
+type AppContextRouter = AnyTRPCRouter & { _def: { _config: { $types: { ctx: Context } } } };
+
+/**
+ * The largest request body the API reads. A checkout (≤ 50 lines, an email, a card token) is under 10 kB; this
+ * leaves room for any batch of queries; nothing larger is read, parsed or fingerprinted.
+ */
+const MAX_BODY_BYTES = 64 * 1024;
+
+/**
+ * The HTTP handler of the tRPC API for `router` (the route passes `appRouter`; tests pass routers of their own
+ * built on the same tRPC instance, to see what a failure looks like on the wire).
+ */
+export function createTrpcHandler<TRouter extends AppContextRouter>(router: TRouter) {
+  // TRouter's context IS Context (the constraint above); TypeScript cannot resolve that for a generic.
+  const createContext = (options: Parameters<typeof createTRPCContext>[0]) =>
+    createTRPCContext(options) as Promise<inferRouterContext<TRouter>>;
+  return function handler(incoming: Request) {
+    const req = limitBody(incoming, MAX_BODY_BYTES);
+    return fetchRequestHandler({
+      endpoint: '/api/trpc',
+      req,
+      router,
+      createContext: ({ resHeaders, info }) =>
+        createContext({
+          headers: req.headers,
+          resHeaders,
+          isBatch: info.calls.length > 1,
+          isStreamed: info.accept === 'application/jsonl',
+        }),
+      // A streamed response that calls an idempotent procedure: HTTP 400, like the refusal inside it.
+      responseMeta: (opts) => idempotency.streamedResponseMeta(opts),
+      // Every 5xx: one log line with the real cause, under the id its (generic) response body carries.
+      onError({ error, path }) {
+        if (getHTTPStatusCodeFromError(error) < 500) return;
+        logger.error(
+          { errorId: errorIdOf(error), path: path ?? null, code: error.code, err: error.cause ?? error },
+          'request failed',
+        );
+      },
+    });
+  };
+}
+
+/**
+ * The request with its body capped at `maxBytes`: past it (declared by Content-Length, or counted while a
+ * chunked body streams in) reading fails with tRPC's PAYLOAD_TOO_LARGE, which tRPC answers as a 413 in its own
+ * error shape — as its Node adapter's `maxBodySize` does. Nothing past the cap is read.
+ */
+function limitBody(req: Request, maxBytes: number): Request {
+  if (!req.body) return req;
+  const tooLarge = () =>
+    new TRPCError({
+      code: 'PAYLOAD_TOO_LARGE',
+      message: `The request body is larger than ${maxBytes} bytes.`,
+    });
+  const declared = Number(req.headers.get('content-length') ?? Number.NaN);
+  let received = 0;
+  const reader = req.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (declared > maxBytes) {
+        await reader.cancel().catch(() => {});
+        controller.error(tooLarge());
+        return;
+      }
+      const { done, value } = await reader.read();
+      if (done) {
+        controller.close();
+        return;
+      }
+      received += value.byteLength;
+      if (received > maxBytes) {
+        await reader.cancel().catch(() => {});
+        controller.error(tooLarge());
+        return;
+      }
+      controller.enqueue(value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  return new Request(req.url, {
+    method: req.method,
+    headers: req.headers,
+    body,
+    signal: req.signal,
+    duplex: 'half',
+  } as RequestInit);
+}
