@@ -130,6 +130,15 @@ async function main() {
     IDEM_TEST_HOOKS: mode === 'e2e' ? '1' : '0',
   };
   const nodeEnv = mode === 'dev' ? 'development' : 'production';
+  // Production marks the session cookies Secure. Browsers keep those over plain HTTP only on loopback
+  // (localhost, 127.0.0.1), so a stack served over HTTP on another address would lose every session.
+  const loopback = ['127.0.0.1', 'localhost', '::1'].includes(host);
+  if (nodeEnv === 'production' && !loopback && process.env.COOKIE_SECURE === undefined) {
+    env.COOKIE_SECURE = 'false';
+    log(
+      `serving plain HTTP on ${host}: session cookies without Secure (set COOKIE_SECURE=true behind HTTPS)`,
+    );
+  }
 
   const tsx = ['--import', 'tsx'];
   children.push(

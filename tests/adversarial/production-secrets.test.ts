@@ -7,7 +7,6 @@
  * Control: the same production environment parsed with the rules outside production (what production got
  * before) takes the demo values, and a webhook an attacker signs with the public secret verifies.
  */
-import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -18,8 +17,8 @@ import { EnvError, parseServerEnv } from '../../apps/web/src/env.ts';
 import { verifySignature } from '../../apps/web/src/server/webhooks/signature.ts';
 import { STACK_SECRETS, stackSecrets } from '../../scripts/lib/secrets.ts';
 import { freePort } from '../setup/free-port.ts';
+import { nextStart, providerMain, startProductionServer } from './support/production-server.ts';
 
-const repoRoot = path.resolve(import.meta.dirname, '../..');
 const DATABASE_URL = process.env.DATABASE_URL ?? '';
 const SESSION_SECRET = 'a-session-secret-of-at-least-32-characters';
 const productionEnv = { NODE_ENV: 'production', DATABASE_URL, SESSION_SECRET };
@@ -34,34 +33,6 @@ function forgedSignature(body: string, secret: string): string {
   const timestamp = Math.floor(Date.now() / 1000);
   return `t=${timestamp},v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
 }
-
-/** Runs a process to its exit (or kills it after `timeoutMs`); returns its exit code and output. */
-function run(command: string[], cwd: string, env: Record<string, string>, timeoutMs = 60_000) {
-  const [file = '', ...args] = command;
-  const child = spawn(file, args, { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'pipe' });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  const exited = new Promise<number | null>((resolve) =>
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve(code);
-    }),
-  );
-  return { child, exited, stdout: () => stdout, stderr: () => stderr };
-}
-
-const nextStart = (port: number, env: Record<string, string>) =>
-  run(
-    [process.execPath, 'node_modules/next/dist/bin/next', 'start', '-p', String(port), '-H', '127.0.0.1'],
-    path.join(repoRoot, 'apps/web'),
-    { NEXT_TELEMETRY_DISABLED: '1', ...env },
-  );
-
-const providerMain = (env: Record<string, string>) =>
-  run([process.execPath, '--import', 'tsx', 'src/main.ts'], path.join(repoRoot, 'apps/provider'), env);
 
 describe('the public demo secrets in production', () => {
   it('control: parsed without the production rules, they are taken and a forged webhook verifies', () => {
@@ -160,24 +131,13 @@ describe('the stack runner generates the secrets', () => {
     expect(web.PROVIDER_WEBHOOK_SECRET).toBe(provider.webhookSecret);
 
     // A real production server starts with them.
-    const port = await freePort();
-    const server = nextStart(port, source as Record<string, string>);
+    const server = await startProductionServer(source as Record<string, string>);
     try {
-      const deadline = Date.now() + 60_000;
-      let status = 0;
-      while (Date.now() < deadline && server.child.exitCode === null) {
-        status = await fetch(`http://127.0.0.1:${port}/api/health`).then(
-          (response) => response.status,
-          () => 0,
-        );
-        if (status === 200) break;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-      console.log(`[3a stack] next start with the generated secrets: /api/health ${status}`);
-      expect(status).toBe(200);
+      const health = await fetch(`${server.url}/api/health`);
+      console.log(`[3a stack] next start with the generated secrets: /api/health ${health.status}`);
+      expect(health.status).toBe(200);
     } finally {
-      server.child.kill('SIGTERM');
-      await server.exited;
+      await server.stop();
     }
   }, 90_000);
 });

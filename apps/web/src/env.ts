@@ -76,7 +76,10 @@ function schemaFor(production: boolean) {
   });
 }
 
-export type Env = z.infer<ReturnType<typeof schemaFor>>;
+export type Env = z.infer<ReturnType<typeof schemaFor>> & {
+  /** Whether the production rules applied (NODE_ENV=production): real secrets, closed metrics, Secure cookies. */
+  production: boolean;
+};
 
 /** Parses an environment; production (NODE_ENV=production unless told otherwise) demands real secrets. */
 export function parseServerEnv(
@@ -92,7 +95,7 @@ export function parseServerEnv(
     });
     throw new EnvError(`invalid environment: ${problems.join('; ')}`);
   }
-  return result.data;
+  return { ...result.data, production };
 }
 
 // `next build` imports route modules to collect page data but never serves a request: don't demand runtime
