@@ -97,7 +97,9 @@ function deliverThroughHandler(payload: unknown, compareCharge?: () => null) {
       handler.handleProviderEvent(
         {
           db,
-          enqueueFulfilment: (orderId, tx) => enqueueFulfilment(queue, orderId, prismaTransactionDb(tx)),
+          enqueueFulfilment: async (orderId, tx) => {
+            await enqueueFulfilment(queue, orderId, prismaTransactionDb(tx));
+          },
           ...(compareCharge ? { compareCharge } : {}),
         },
         event,
