@@ -193,6 +193,23 @@ describe('a signed charge.succeeded for 1 cent naming an unpaid order', () => {
     expect(await anomalyCount('currency_mismatch')).toBe(before + 1);
   });
 
+  it('protected: a second charge for a paid order is an anomaly, and its refund does not refund the order', async () => {
+    const before = await anomalyCount('other_charge');
+    const order = await unpaidOrder();
+    const paid = chargeEvent('charge.succeeded', order.id, order.totalCents);
+    expect(await (await POST(signedRequest(paid))).json()).toMatchObject({ effect: 'fulfilment_queued' });
+    const second = chargeEvent('charge.succeeded', order.id, order.totalCents);
+    expect(await (await POST(signedRequest(second))).json()).toMatchObject({ effect: 'anomaly' });
+    const refundOfSecond = {
+      ...second,
+      id: `evt_${randomUUID().replaceAll('-', '')}`,
+      type: 'charge.refunded',
+    };
+    expect(await (await POST(signedRequest(refundOfSecond))).json()).toMatchObject({ effect: 'anomaly' });
+    expect(await orderState(order.id)).toEqual({ status: 'paid', payments: 1, jobs: 1 });
+    expect(await anomalyCount('other_charge')).toBe(before + 2);
+  });
+
   it('protected: a mismatched charge.failed neither fails the order nor gives its stock back', async () => {
     const stockBefore = (await db.product.findUniqueOrThrow({ where: { sku: 'LAMP-DESK' } })).stock;
     const order = await unpaidOrder();

@@ -32,7 +32,7 @@ const bindings: Record<string, CounterBinding> = {
   [PersistedCounter.webhookChargeAnomalies]: {
     metric: metrics.webhookChargeAnomalies,
     labelName: 'reason',
-    knownLabels: ['amount_mismatch', 'currency_mismatch'],
+    knownLabels: ['amount_mismatch', 'currency_mismatch', 'other_charge'],
   },
   [PersistedCounter.jobDuplicatesDropped]: {
     metric: metrics.jobDuplicatesDropped,

@@ -8,7 +8,7 @@ export const PersistedCounter = {
   cleanupRuns: 'cleanup_runs',
   cleanupRowsRemoved: 'cleanup_rows_removed',
   webhookDuplicatesDropped: 'webhook_duplicates_dropped',
-  /** Label: why the charge is not the order's (`amount_mismatch`, `currency_mismatch`). */
+  /** Label: why the charge is not the order's (`amount_mismatch`, `currency_mismatch`, `other_charge`). */
   webhookChargeAnomalies: 'webhook_charge_anomalies',
   jobDuplicatesDropped: 'job_duplicates_dropped',
 } as const;

@@ -3,9 +3,10 @@
  * the SAME transaction as the effect: a redelivery, however concurrent, finds the row and changes nothing —
  * or waits on the first delivery's uncommitted row and then finds it.
  *
- * A charge event moves an order only if the charge is for the order's amount and currency: a charge of 1 cent
- * that names someone's order (created with a leaked API key, or forged) is an anomaly — counted, logged, and
- * the order left untouched.
+ * A charge event moves an order only if the charge is the order's: its amount and currency, and the charge
+ * already recorded for the order if there is one. A charge of 1 cent that names someone's order (created with a
+ * leaked API key, or forged) or a second charge for a paid order is an anomaly — counted, logged, and the order
+ * left untouched.
  */
 import type { Database, Prisma } from '@idem/db';
 import { z } from 'zod';
@@ -24,18 +25,23 @@ import type { ProviderEvent } from './provider-event.ts';
 export interface OrderTerms {
   totalCents: number;
   currency: string;
+  /** The provider charge already recorded for the order (pay call or an earlier event), if any. */
+  chargeId: string | null;
 }
 export interface ChargeTerms {
+  id: string;
   amount: number;
   currency: string;
 }
-export type ChargeMismatch = 'amount_mismatch' | 'currency_mismatch';
+export type ChargeMismatch = 'amount_mismatch' | 'currency_mismatch' | 'other_charge';
 
-/** Why the charge is not payment for the order, or null when it is for the order's amount and currency. */
+/** Why the charge is not the order's payment, or null when it is (its amount, currency and recorded charge). */
 export function compareChargeWithOrder(order: OrderTerms, charge: ChargeTerms): ChargeMismatch | null {
   // Char(3) in the database; the provider sends lowercase ISO codes.
   if (charge.currency.toLowerCase() !== order.currency.trim().toLowerCase()) return 'currency_mismatch';
   if (charge.amount !== order.totalCents) return 'amount_mismatch';
+  // A second charge for one order (its refund must not refund the order; its success is money to give back).
+  if (order.chargeId !== null && order.chargeId !== charge.id) return 'other_charge';
   return null;
 }
 
@@ -93,11 +99,12 @@ async function applyEvent(
   if (!CHARGE_EVENTS.has(event.type)) return 'ignored';
   const orderId = orderIdSchema.safeParse(charge.order);
   if (!orderId.success) return 'ignored'; // not one of our orders
-  const order = await tx.order.findUnique({
+  const found = await tx.order.findUnique({
     where: { id: orderId.data },
-    select: { id: true, totalCents: true, currency: true },
+    select: { id: true, totalCents: true, currency: true, payment: { select: { providerChargeId: true } } },
   });
-  if (!order) return 'ignored';
+  if (!found) return 'ignored';
+  const order = { ...found, chargeId: found.payment?.providerChargeId ?? null };
 
   const mismatch = (deps.compareCharge ?? compareChargeWithOrder)(order, charge);
   if (mismatch) {
@@ -115,6 +122,7 @@ async function applyEvent(
         reason: mismatch,
         order_amount: order.totalCents,
         order_currency: order.currency,
+        order_charge_id: order.chargeId,
         charge_amount: charge.amount,
         charge_currency: charge.currency,
       },
