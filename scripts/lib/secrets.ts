@@ -25,9 +25,9 @@ function generate(prefix: string): string {
   return `${prefix}${randomBytes(32).toString('base64url')}`;
 }
 
-/** The file's secret, written (owner-only) first if it does not exist yet. */
+/** The file's secret, written (owner-only) first if it does not exist yet or is empty (an interrupted write). */
 function persisted(file: string, prefix: string): string {
-  if (!existsSync(file)) {
+  if (!existsSync(file) || readFileSync(file, 'utf8').trim() === '') {
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, generate(prefix), { mode: 0o600 });
   }

@@ -8,7 +8,7 @@
  * before) takes the demo values, and a webhook an attacker signs with the public secret verifies.
  */
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -118,6 +118,8 @@ describe('the stack runner generates the secrets', () => {
     expect(first.PROVIDER_SECRET_KEY).not.toBe(DEMO.PROVIDER_SECRET_KEY);
     expect(first.PROVIDER_WEBHOOK_SECRET).not.toBe(DEMO.PROVIDER_WEBHOOK_SECRET);
     expect(stackSecrets('start', dataDir, {})).toEqual(first); // a restart keeps sessions and agreement
+    writeFileSync(path.join(dataDir, STACK_SECRETS.METRICS_TOKEN.file), ''); // an interrupted write
+    expect(stackSecrets('start', dataDir, {}).METRICS_TOKEN).toMatch(/^idem_metrics_.{43}$/);
     expect(stackSecrets('start', dataDir, { PROVIDER_SECRET_KEY: 'sk_mine' }).PROVIDER_SECRET_KEY).toBe(
       'sk_mine',
     );
