@@ -2,8 +2,8 @@
  * Issue 12, item 9c (confirmed): COOKIE_SECURE defaulted to false in production, so the guest session cookie
  * (the principal every order and key belongs to) was also sent over plain HTTP, readable on the wire. The
  * production default is now `Secure`; development keeps it off (http://localhost), and `COOKIE_SECURE=false`
- * still opts out explicitly. Chromium and Firefox keep Secure cookies on http://localhost and
- * http://127.0.0.1, so `pnpm start` works with the default (tests/adversarial/production-stack.spec.ts checks out
+ * still opts out explicitly. Chromium keeps Secure cookies on http://localhost and http://127.0.0.1
+ * (checked), so `pnpm start` works with the default (tests/adversarial/production-stack.spec.ts checks out
  * in Chromium on the production stack).
  *
  * Control: the same production environment parsed with the rules outside production (the old default).

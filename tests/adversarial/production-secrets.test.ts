@@ -23,6 +23,10 @@ const DATABASE_URL = process.env.DATABASE_URL ?? '';
 const SESSION_SECRET = 'a-session-secret-of-at-least-32-characters';
 const productionEnv = { NODE_ENV: 'production', DATABASE_URL, SESSION_SECRET };
 const DEMO = { PROVIDER_SECRET_KEY: 'sk_test_idem', PROVIDER_WEBHOOK_SECRET: 'whsec_test_idem' };
+const strongProviderSecrets = {
+  PROVIDER_SECRET_KEY: 'sk_'.padEnd(40, 'k'),
+  PROVIDER_WEBHOOK_SECRET: 'whsec_'.padEnd(40, 'w'),
+};
 
 const dataDirs: string[] = [];
 afterAll(() => {
@@ -85,6 +89,14 @@ describe('the public demo secrets in production', () => {
         }
       }
     }
+    // The development session secret is just as public.
+    expect(() =>
+      parseServerEnv({
+        ...productionEnv,
+        ...strongProviderSecrets,
+        SESSION_SECRET: 'idem-dev-session-secret-not-for-production-0001',
+      }),
+    ).toThrow(/SESSION_SECRET is the public demo value/);
     // Development and tests keep the defaults.
     expect(parseServerEnv({ DATABASE_URL }, { production: false }).PROVIDER_WEBHOOK_SECRET).toBe(
       'whsec_test_idem',

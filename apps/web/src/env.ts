@@ -17,7 +17,7 @@ const MIN_SECRET_LENGTH = 32;
  * A secret that production must be given: none, the public demo value or a short one is refused, so a
  * deployment never signs or verifies with a value anyone can read in this repository.
  */
-function productionSecret(name: string, demoValue: string | undefined) {
+function productionSecret(name: string, demoValue: string) {
   return z
     .string({ error: `${name} is required in production (pnpm start generates one into .data/)` })
     .superRefine((value, context) => {
@@ -56,7 +56,7 @@ function schemaFor(production: boolean) {
     /** How often each server process adds its buffered outcome counts to `idempotency_stats` (the dashboard). */
     IDEM_STATS_FLUSH_SECONDS: z.coerce.number().positive().max(3600).default(5),
     SESSION_SECRET: production
-      ? z.string().min(MIN_SECRET_LENGTH, `SESSION_SECRET must be at least ${MIN_SECRET_LENGTH} characters`)
+      ? productionSecret('SESSION_SECRET', DEV_SESSION_SECRET)
       : z.string().min(MIN_SECRET_LENGTH).default(DEV_SESSION_SECRET),
     /**
      * The bearer token `GET /api/metrics` requires. Unset: open outside production, closed (403) in production.
