@@ -8,8 +8,8 @@ export { EnvError };
 // Only for `pnpm dev` and tests: a production server refuses to start without a real secret.
 const DEV_SESSION_SECRET = 'idem-dev-session-secret-not-for-production-0001';
 /** The simulated provider's public test-mode values: the defaults outside production, refused in production. */
-export const DEMO_PROVIDER_SECRET_KEY = 'sk_test_idem';
-export const DEMO_PROVIDER_WEBHOOK_SECRET = 'whsec_test_idem';
+const DEMO_PROVIDER_SECRET_KEY = 'sk_test_idem';
+const DEMO_PROVIDER_WEBHOOK_SECRET = 'whsec_test_idem';
 
 const MIN_SECRET_LENGTH = 32;
 
