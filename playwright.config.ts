@@ -1,8 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import { defineConfig, devices } from '@playwright/test';
 
 const port = Number(process.env.E2E_PORT ?? 3100);
 const providerPort = Number(process.env.E2E_PROVIDER_PORT ?? 4100);
 export const baseURL = `http://127.0.0.1:${port}`;
+// The stack is a production build: it refuses the provider's public demo API key and closes /api/metrics
+// behind a token. Both are generated per run and shared with the specs (they read charges from the provider,
+// and may scrape the metrics) through the environment the workers inherit.
+process.env.E2E_PROVIDER_SECRET_KEY ??= `sk_e2e_${randomBytes(32).toString('base64url')}`;
+process.env.E2E_METRICS_TOKEN ??= `idem_metrics_e2e_${randomBytes(32).toString('base64url')}`;
 
 export default defineConfig({
   // Browser suites: the checkout's own (e2e) and the careless-client / attacker cases (adversarial).
@@ -44,6 +50,8 @@ export default defineConfig({
       PORT: String(port),
       PROVIDER_PORT: String(providerPort),
       EMBEDDED_PG_PORT: process.env.E2E_PG_PORT ?? '54339',
+      PROVIDER_SECRET_KEY: process.env.E2E_PROVIDER_SECRET_KEY,
+      METRICS_TOKEN: process.env.E2E_METRICS_TOKEN,
     },
     reuseExistingServer: false,
     timeout: 180_000,

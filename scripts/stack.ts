@@ -8,9 +8,7 @@
  * With DATABASE_URL the named database is used (e2e creates a scratch database on that server). Without it,
  * a real Postgres is embedded from npm. Ctrl-C stops everything this script started.
  */
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { demoUsers } from '../prisma/seed-data.ts';
@@ -30,10 +28,9 @@ import {
   withDatabase,
 } from './lib/postgres.ts';
 import { type ManagedProcess, startProcess, stopProcesses, waitForHttp } from './lib/processes.ts';
+import { type StackMode, stackSecrets } from './lib/secrets.ts';
 
-type Mode = 'dev' | 'start' | 'e2e';
-
-const mode = process.argv[2] as Mode;
+const mode = process.argv[2] as StackMode;
 if (!['dev', 'start', 'e2e'].includes(mode)) {
   console.error('usage: tsx scripts/stack.ts dev|start|e2e');
   process.exit(2);
@@ -98,19 +95,6 @@ async function provisionDatabase(): Promise<string> {
   return withDatabase(server.adminUrl, 'idem');
 }
 
-/** `next start` in production mode needs a real secret; keep one per checkout so sessions survive restarts. */
-async function sessionSecret(): Promise<string | undefined> {
-  if (process.env.SESSION_SECRET) return process.env.SESSION_SECRET;
-  if (mode === 'dev') return undefined; // env.ts has a development default
-  if (mode === 'e2e') return randomBytes(32).toString('base64url');
-  const file = path.join(dataDir, 'session-secret');
-  if (!existsSync(file)) {
-    await mkdir(dataDir, { recursive: true });
-    writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600 });
-  }
-  return readFileSync(file, 'utf8').trim();
-}
-
 async function main() {
   await assertPortFree(webPort, host);
   await assertPortFree(providerPort, host);
@@ -134,16 +118,27 @@ async function main() {
   if (productsCreated > 0) log(`seeded ${productsCreated} products`);
 
   const providerUrl = `http://${host}:${providerPort}`;
+  // The same secrets for every process: the provider's API key and webhook secret must match on both sides.
+  const secrets = stackSecrets(mode, dataDir, process.env);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
+    ...secrets,
     DATABASE_URL: databaseUrl,
     PROVIDER_URL: providerUrl,
     NEXT_TELEMETRY_DISABLED: '1',
     // The test-only switches (a dedupe turned off for a control run) exist only in the e2e stack.
     IDEM_TEST_HOOKS: mode === 'e2e' ? '1' : '0',
   };
-  const secret = await sessionSecret();
-  if (secret) env.SESSION_SECRET = secret;
+  const nodeEnv = mode === 'dev' ? 'development' : 'production';
+  // Production marks the session cookies Secure. Browsers keep those over plain HTTP only on loopback
+  // (localhost, 127.0.0.1), so a stack served over HTTP on another address would lose every session.
+  const loopback = ['127.0.0.1', 'localhost', '::1'].includes(host);
+  if (nodeEnv === 'production' && !loopback && process.env.COOKIE_SECURE === undefined) {
+    env.COOKIE_SECURE = 'false';
+    log(
+      `serving plain HTTP on ${host}: session cookies without Secure (set COOKIE_SECURE=true behind HTTPS)`,
+    );
+  }
 
   const tsx = ['--import', 'tsx'];
   children.push(
@@ -151,6 +146,7 @@ async function main() {
       cwd: repoRoot,
       env: {
         ...env,
+        NODE_ENV: nodeEnv,
         PORT: String(providerPort),
         HOST: host,
         PROVIDER_TEST_KNOBS: mode === 'e2e' ? '1' : (process.env.PROVIDER_TEST_KNOBS ?? '0'),
@@ -172,7 +168,7 @@ async function main() {
       [nextBin, mode === 'dev' ? 'dev' : 'start', '-p', String(webPort), '-H', host],
       {
         cwd: path.join(repoRoot, 'apps/web'),
-        env: { ...env, PORT: String(webPort), NODE_ENV: mode === 'dev' ? 'development' : 'production' },
+        env: { ...env, PORT: String(webPort), NODE_ENV: nodeEnv },
         color: 36,
       },
     ),
@@ -188,13 +184,18 @@ async function main() {
   const alive = () => !stopping;
   await waitForHttp(`${providerUrl}/health`, 60_000, alive);
   await waitForHttp(`http://${host}:${webPort}/api/health`, 120_000, alive);
-  log(`checkout ready at http://${host === '127.0.0.1' ? 'localhost' : host}:${webPort}`);
+  const webUrl = `http://${host === '127.0.0.1' ? 'localhost' : host}:${webPort}`;
+  log(`checkout ready at ${webUrl}`);
   log(`payment provider at ${providerUrl}`);
   log('demo API tokens (Authorization: Bearer <token>):');
   for (const demo of demoUsers)
     log(
       `  ${demo.email.padEnd(20)} ${demo.token}${demo.role === 'admin' ? '  (admin: sign in at /admin/login)' : ''}`,
     );
+  if (secrets.METRICS_TOKEN)
+    log(`metrics: curl -H 'authorization: Bearer ${secrets.METRICS_TOKEN}' ${webUrl}/api/metrics`);
+  if (mode === 'start')
+    log(`secrets (provider key, webhook secret, session, metrics token) kept in ${dataDir}`);
   log('press Ctrl-C to stop');
 }
 

@@ -426,11 +426,22 @@ async function main() {
     (await client.query<{ v: string }>("select current_setting('server_version') as v")).rows[0]?.v ?? '?';
   log('migrated and seeded; bench_effects created');
 
-  const provider = await startProvider({ databaseUrl, port: 0, log: () => {} });
+  // A production build refuses the provider's public demo secrets: both sides get generated ones.
+  const providerSecretKey = `sk_bench_${randomBytes(32).toString('base64url')}`;
+  const webhookSecret = `whsec_bench_${randomBytes(32).toString('base64url')}`;
+  const provider = await startProvider({
+    databaseUrl,
+    port: 0,
+    secretKey: providerSecretKey,
+    webhookSecret,
+    log: () => {},
+  });
   cleanups.push(() => provider.close());
   const { url } = await startWeb({
     DATABASE_URL: databaseUrl,
     PROVIDER_URL: provider.url,
+    PROVIDER_SECRET_KEY: providerSecretKey,
+    PROVIDER_WEBHOOK_SECRET: webhookSecret,
     SESSION_SECRET: randomBytes(32).toString('base64url'),
     IDEM_TEST_HOOKS: '0',
     IDEM_BENCH_ROUTES: '1',

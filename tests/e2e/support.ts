@@ -1,7 +1,8 @@
 import { type BrowserContext, expect, type Page } from '@playwright/test';
 
 export const providerUrl = `http://127.0.0.1:${process.env.E2E_PROVIDER_PORT ?? 4100}`;
-const providerAuth = { authorization: 'Bearer sk_test_idem' };
+// Generated per run by playwright.config.ts and given to the stack (a production build refuses the demo key).
+const providerAuth = { authorization: `Bearer ${process.env.E2E_PROVIDER_SECRET_KEY}` };
 
 export async function chargesForOrder(orderId: string): Promise<Array<{ status: string; amount: number }>> {
   const response = await fetch(`${providerUrl}/v1/charges?order=${encodeURIComponent(orderId)}`, {

@@ -10,44 +10,72 @@ export const DEFAULT_SECRET_KEY = 'sk_test_idem';
 // An exported-but-empty variable (`PORT= pnpm start`) means "unset", as most shells and dotenv files intend it.
 const unsetIfEmpty = (value: unknown): unknown => (value === '' ? undefined : value);
 
-const EnvSchema = z.object({
-  PORT: z.preprocess(
+const MIN_SECRET_LENGTH = 32;
+
+/**
+ * In production a secret must be given, must not be the public demo value and must be long enough: a deployment
+ * never accepts an API key or signs webhooks with a value anyone can read in this repository.
+ */
+function secret(name: string, demoValue: string, production: boolean) {
+  if (!production) return z.preprocess(unsetIfEmpty, z.string().default(demoValue));
+  return z.preprocess(
     unsetIfEmpty,
     z
-      .string()
-      .regex(/^\d{1,5}$/, 'PORT must be an integer between 0 and 65535')
-      .transform(Number)
-      .pipe(z.number().int().min(0, 'PORT must be >= 0').max(65535, 'PORT must be <= 65535'))
-      .default(4000),
-  ),
-  HOST: z.preprocess(unsetIfEmpty, z.string().default('127.0.0.1')),
-  DATABASE_URL: z.preprocess(
-    unsetIfEmpty,
-    z
-      .string({
-        error: 'DATABASE_URL is required (e.g. DATABASE_URL=postgresql://postgres@127.0.0.1:5432/idem)',
-      })
-      .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must start with postgres:// or postgresql://'),
-  ),
-  PROVIDER_SECRET_KEY: z.preprocess(unsetIfEmpty, z.string().default(DEFAULT_SECRET_KEY)),
-  PROVIDER_WEBHOOK_URL: z.preprocess(
-    unsetIfEmpty,
-    z
-      .string()
-      .refine((value) => /^https?:\/\//i.test(value) && URL.canParse(value), {
-        error: 'PROVIDER_WEBHOOK_URL must be an http:// or https:// URL',
-      })
-      .optional(),
-  ),
-  PROVIDER_WEBHOOK_SECRET: z.preprocess(unsetIfEmpty, z.string().default(DEFAULT_WEBHOOK_SECRET)),
-  PROVIDER_TEST_KNOBS: z.preprocess(
-    unsetIfEmpty,
-    z
-      .enum(['0', '1', 'false', 'true'], { error: 'PROVIDER_TEST_KNOBS must be 1 or 0' })
-      .default('0')
-      .transform((value) => value === '1' || value === 'true'),
-  ),
-});
+      .string({ error: `${name} is required in production (pnpm start generates one into .data/)` })
+      .superRefine((value, context) => {
+        if (value === demoValue)
+          context.addIssue({
+            code: 'custom',
+            message: `${name} is the public demo value; set a secret of your own`,
+          });
+        else if (value.length < MIN_SECRET_LENGTH)
+          context.addIssue({
+            code: 'custom',
+            message: `${name} must be at least ${MIN_SECRET_LENGTH} characters`,
+          });
+      }),
+  );
+}
+
+const envSchema = (production: boolean) =>
+  z.object({
+    PORT: z.preprocess(
+      unsetIfEmpty,
+      z
+        .string()
+        .regex(/^\d{1,5}$/, 'PORT must be an integer between 0 and 65535')
+        .transform(Number)
+        .pipe(z.number().int().min(0, 'PORT must be >= 0').max(65535, 'PORT must be <= 65535'))
+        .default(4000),
+    ),
+    HOST: z.preprocess(unsetIfEmpty, z.string().default('127.0.0.1')),
+    DATABASE_URL: z.preprocess(
+      unsetIfEmpty,
+      z
+        .string({
+          error: 'DATABASE_URL is required (e.g. DATABASE_URL=postgresql://postgres@127.0.0.1:5432/idem)',
+        })
+        .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must start with postgres:// or postgresql://'),
+    ),
+    PROVIDER_SECRET_KEY: secret('PROVIDER_SECRET_KEY', DEFAULT_SECRET_KEY, production),
+    PROVIDER_WEBHOOK_URL: z.preprocess(
+      unsetIfEmpty,
+      z
+        .string()
+        .refine((value) => /^https?:\/\//i.test(value) && URL.canParse(value), {
+          error: 'PROVIDER_WEBHOOK_URL must be an http:// or https:// URL',
+        })
+        .optional(),
+    ),
+    PROVIDER_WEBHOOK_SECRET: secret('PROVIDER_WEBHOOK_SECRET', DEFAULT_WEBHOOK_SECRET, production),
+    PROVIDER_TEST_KNOBS: z.preprocess(
+      unsetIfEmpty,
+      z
+        .enum(['0', '1', 'false', 'true'], { error: 'PROVIDER_TEST_KNOBS must be 1 or 0' })
+        .default('0')
+        .transform((value) => value === '1' || value === 'true'),
+    ),
+  });
 
 export interface Env {
   port: number;
@@ -68,8 +96,15 @@ export class EnvError extends Error {
   }
 }
 
-export function parseEnv(source: Readonly<Record<string, string | undefined>>): Env {
-  const result = EnvSchema.safeParse(source);
+/**
+ * Production (NODE_ENV=production unless told otherwise) demands real secrets (see `secret`); anything else keeps
+ * the test-mode defaults.
+ */
+export function parseEnv(
+  source: Readonly<Record<string, string | undefined>>,
+  { production = source.NODE_ENV === 'production' }: { production?: boolean } = {},
+): Env {
+  const result = envSchema(production).safeParse(source);
   if (!result.success) {
     const problems = result.error.issues.map((issue) => issue.message);
     throw new EnvError(`invalid environment: ${problems.join('; ')}`);

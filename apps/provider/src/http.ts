@@ -133,7 +133,7 @@ export function createRequestListener(deps: AppDeps): RequestListener {
 
   async function postCharge(req: IncomingMessage): Promise<Reply> {
     // Everything that can be a 400 is checked before the key is claimed: rejected requests are never stored.
-    const key = parseIdempotencyKey(req.headers['idempotency-key']);
+    const key = parseIdempotencyKey(req.headersDistinct['idempotency-key']);
     const params = parseChargeParams(await readRequestBody(req));
     assertKnownSource(params.source);
 
@@ -151,7 +151,7 @@ export function createRequestListener(deps: AppDeps): RequestListener {
   }
 
   async function postRefund(req: IncomingMessage): Promise<Reply> {
-    const key = parseIdempotencyKey(req.headers['idempotency-key']);
+    const key = parseIdempotencyKey(req.headersDistinct['idempotency-key']);
     const params = parseRefundParams(await readRequestBody(req));
     // The endpoint is part of the fingerprint: a key first used for a charge cannot be reused for a refund.
     return execute(key, fingerprint({ endpoint: 'POST /v1/refunds', params }), (client) =>

@@ -25,10 +25,19 @@ const LOCK_TIMEOUT_MS = 5_000;
 
 const KEY_PATTERN = /^[\x20-\x7E]{1,255}$/;
 
-/** Returns the key, `undefined` if the header is absent, or throws 400 for a malformed one (never stored). */
-export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
+/**
+ * Returns the key, `undefined` if the header is absent, or throws 400 for a malformed one (never stored).
+ * Pass every received value (`req.headersDistinct['idempotency-key']`): Node joins repeated headers into one
+ * string with ", ", which would otherwise turn two keys into a third, valid-looking one.
+ */
+export function parseIdempotencyKey(header: string | readonly string[] | undefined): string | undefined {
   if (header === undefined) return undefined;
-  const value = Array.isArray(header) ? undefined : header;
+  if (typeof header !== 'string' && header.length !== 1) {
+    throw invalidRequest('Send exactly one Idempotency-Key header; this request has several.', {
+      param: 'Idempotency-Key',
+    });
+  }
+  const value = typeof header === 'string' ? header : header[0];
   if (value === undefined || !KEY_PATTERN.test(value)) {
     throw invalidRequest('Idempotency-Key must be 1 to 255 printable ASCII characters.', {
       param: 'Idempotency-Key',

@@ -68,4 +68,42 @@ describe('parseEnv', () => {
   it('reports every problem at once', () => {
     expect(() => parseEnv({ PORT: 'x' })).toThrow(/PORT must be an integer.*; DATABASE_URL is required/);
   });
+
+  describe('NODE_ENV=production', () => {
+    const production = { NODE_ENV: 'production', DATABASE_URL: URL };
+    const strong = {
+      PROVIDER_SECRET_KEY: 'sk_'.padEnd(40, 'k'),
+      PROVIDER_WEBHOOK_SECRET: 'whsec_'.padEnd(40, 'w'),
+    };
+
+    it('takes secrets of its own', () => {
+      expect(parseEnv({ ...production, ...strong })).toMatchObject({
+        secretKey: strong.PROVIDER_SECRET_KEY,
+        webhookSecret: strong.PROVIDER_WEBHOOK_SECRET,
+      });
+    });
+
+    it.each([
+      [
+        { PROVIDER_WEBHOOK_SECRET: 'whsec_'.padEnd(40, 'w') },
+        /PROVIDER_SECRET_KEY is required in production/,
+      ],
+      [
+        { PROVIDER_SECRET_KEY: '', PROVIDER_WEBHOOK_SECRET: 'whsec_'.padEnd(40, 'w') },
+        /PROVIDER_SECRET_KEY is required/,
+      ],
+      [{ ...strong, PROVIDER_SECRET_KEY: 'sk_test_idem' }, /PROVIDER_SECRET_KEY is the public demo value/],
+      [
+        { ...strong, PROVIDER_WEBHOOK_SECRET: 'whsec_test_idem' },
+        /PROVIDER_WEBHOOK_SECRET is the public demo value/,
+      ],
+      [
+        { ...strong, PROVIDER_WEBHOOK_SECRET: 'whsec_x' },
+        /PROVIDER_WEBHOOK_SECRET must be at least 32 characters/,
+      ],
+    ])('refuses %j', (secrets, message) => {
+      expect(() => parseEnv({ ...production, ...secrets })).toThrow(EnvError);
+      expect(() => parseEnv({ ...production, ...secrets })).toThrow(message);
+    });
+  });
 });

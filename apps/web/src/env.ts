@@ -1,48 +1,110 @@
 /** Server environment, parsed once. Import `env` instead of reading process.env anywhere else. */
 import 'server-only';
 import { z } from 'zod';
+import { EnvError } from './env-error.ts';
 
-const isProduction = process.env.NODE_ENV === 'production';
+export { EnvError };
+
 // Only for `pnpm dev` and tests: a production server refuses to start without a real secret.
 const DEV_SESSION_SECRET = 'idem-dev-session-secret-not-for-production-0001';
+/** The simulated provider's public test-mode values: the defaults outside production, refused in production. */
+const DEMO_PROVIDER_SECRET_KEY = 'sk_test_idem';
+const DEMO_PROVIDER_WEBHOOK_SECRET = 'whsec_test_idem';
 
-const schema = z.object({
-  DATABASE_URL: z.url({ error: 'DATABASE_URL must be a postgresql:// URL (pnpm dev sets it for you)' }),
-  PROVIDER_URL: z.url().default('http://127.0.0.1:4000'),
-  PROVIDER_SECRET_KEY: z.string().min(1).default('sk_test_idem'),
-  /** Signs the provider's webhooks (`Idem-Signature`); the simulated provider's test-mode default. */
-  PROVIDER_WEBHOOK_SECRET: z.string().min(1).default('whsec_test_idem'),
-  /**
-   * Test-only: `1` lets the Playwright/vitest suites switch a dedupe off to show the duplicate it prevents
-   * (see server/test-hooks.ts). Never set in production.
-   */
-  IDEM_TEST_HOOKS: z.enum(['0', '1']).default('0'),
-  /** Benchmark-only: `1` mounts the `bench.*` procedures (scripts/bench/run.ts). Never set in production. */
-  IDEM_BENCH_ROUTES: z.enum(['0', '1']).default('0'),
-  /** How often each server process adds its buffered outcome counts to `idempotency_stats` (the dashboard). */
-  IDEM_STATS_FLUSH_SECONDS: z.coerce.number().positive().max(3600).default(5),
-  SESSION_SECRET: isProduction
-    ? z.string().min(32, 'SESSION_SECRET must be at least 32 characters')
-    : z.string().min(32).default(DEV_SESSION_SECRET),
-  /** Secure cookies need HTTPS; local `next start` on http://localhost must still work. */
-  COOKIE_SECURE: z
-    .enum(['true', 'false'])
-    .default('false')
-    .transform((value) => value === 'true'),
-});
+const MIN_SECRET_LENGTH = 32;
 
-export type Env = z.infer<typeof schema>;
+/**
+ * A secret that production must be given: none, the public demo value or a short one is refused, so a
+ * deployment never signs or verifies with a value anyone can read in this repository.
+ */
+function productionSecret(name: string, demoValue: string) {
+  return z
+    .string({ error: `${name} is required in production (pnpm start generates one into .data/)` })
+    .superRefine((value, context) => {
+      if (value === demoValue)
+        context.addIssue({
+          code: 'custom',
+          message: `${name} is the public demo value; set a secret of your own`,
+        });
+      else if (value.length < MIN_SECRET_LENGTH)
+        context.addIssue({
+          code: 'custom',
+          message: `${name} must be at least ${MIN_SECRET_LENGTH} characters`,
+        });
+    });
+}
+
+function schemaFor(production: boolean) {
+  return z.object({
+    DATABASE_URL: z.url({ error: 'DATABASE_URL must be a postgresql:// URL (pnpm dev sets it for you)' }),
+    PROVIDER_URL: z.url().default('http://127.0.0.1:4000'),
+    /** The provider API key (`Authorization: Bearer`), the same value the provider is started with. */
+    PROVIDER_SECRET_KEY: production
+      ? productionSecret('PROVIDER_SECRET_KEY', DEMO_PROVIDER_SECRET_KEY)
+      : z.string().min(1).default(DEMO_PROVIDER_SECRET_KEY),
+    /** Signs the provider's webhooks (`Idem-Signature`). */
+    PROVIDER_WEBHOOK_SECRET: production
+      ? productionSecret('PROVIDER_WEBHOOK_SECRET', DEMO_PROVIDER_WEBHOOK_SECRET)
+      : z.string().min(1).default(DEMO_PROVIDER_WEBHOOK_SECRET),
+    /**
+     * Test-only: `1` lets the Playwright/vitest suites switch a dedupe off to show the duplicate it prevents
+     * (see server/test-hooks.ts). Never set in production.
+     */
+    IDEM_TEST_HOOKS: z.enum(['0', '1']).default('0'),
+    /** Benchmark-only: `1` mounts the `bench.*` procedures (scripts/bench/run.ts). Never set in production. */
+    IDEM_BENCH_ROUTES: z.enum(['0', '1']).default('0'),
+    /** How often each server process adds its buffered outcome counts to `idempotency_stats` (the dashboard). */
+    IDEM_STATS_FLUSH_SECONDS: z.coerce.number().positive().max(3600).default(5),
+    SESSION_SECRET: production
+      ? productionSecret('SESSION_SECRET', DEV_SESSION_SECRET)
+      : z.string().min(MIN_SECRET_LENGTH).default(DEV_SESSION_SECRET),
+    /**
+     * The bearer token `GET /api/metrics` requires. Unset: open outside production, closed (403) in production.
+     */
+    METRICS_TOKEN: z
+      .string()
+      .min(MIN_SECRET_LENGTH, `METRICS_TOKEN must be at least ${MIN_SECRET_LENGTH} characters`)
+      .optional(),
+    /**
+     * `Secure` on the session cookies: on by default in production (they must only travel over HTTPS); off in
+     * development, where the app is served over plain http://localhost.
+     */
+    COOKIE_SECURE: z
+      .enum(['true', 'false'], { error: 'COOKIE_SECURE must be true or false' })
+      .default(production ? 'true' : 'false')
+      .transform((value) => value === 'true'),
+  });
+}
+
+export type Env = z.infer<ReturnType<typeof schemaFor>> & {
+  /** Whether the production rules applied (NODE_ENV=production): real secrets, closed metrics, Secure cookies. */
+  production: boolean;
+};
+
+/** Parses an environment; production (NODE_ENV=production unless told otherwise) demands real secrets. */
+export function parseServerEnv(
+  source: Readonly<Record<string, string | undefined>>,
+  { production = source.NODE_ENV === 'production' }: { production?: boolean } = {},
+): Env {
+  const result = schemaFor(production).safeParse(source);
+  if (!result.success) {
+    // Each problem names its variable, so the one line says what to fix.
+    const problems = result.error.issues.map((issue) => {
+      const name = String(issue.path[0] ?? '');
+      return issue.message.includes(name) ? issue.message : `${name}: ${issue.message}`;
+    });
+    throw new EnvError(`invalid environment: ${problems.join('; ')}`);
+  }
+  return { ...result.data, production };
+}
 
 // `next build` imports route modules to collect page data but never serves a request: don't demand runtime
 // secrets there (the same idea as create-t3-app's SKIP_ENV_VALIDATION).
 const isBuildPhase = process.env.NEXT_PHASE === 'phase-production-build';
 
-export const env: Env = schema.parse(
-  isBuildPhase
-    ? {
-        DATABASE_URL: 'postgresql://build-time-placeholder/none',
-        SESSION_SECRET: DEV_SESSION_SECRET,
-        ...process.env,
-      }
-    : process.env,
-);
+export const env: Env = isBuildPhase
+  ? parseServerEnv(
+      { DATABASE_URL: 'postgresql://build-time-placeholder/none', ...process.env },
+      { production: false },
+    )
+  : parseServerEnv(process.env);

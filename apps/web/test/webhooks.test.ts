@@ -46,7 +46,13 @@ async function pendingOrder(sku = 'NB-DOT-A5', quantity = 1) {
 
 type EventType = 'charge.succeeded' | 'charge.failed' | 'charge.refunded';
 
-function event(type: EventType, orderId: string, id = `evt_${randomUUID().replaceAll('-', '')}`) {
+/** A charge event for `orderId`; `amount` must be the order's total (1400: one Dotted Notebook). */
+function event(
+  type: EventType,
+  orderId: string,
+  id = `evt_${randomUUID().replaceAll('-', '')}`,
+  amount = 1400,
+) {
   return {
     id,
     object: 'event',
@@ -57,7 +63,7 @@ function event(type: EventType, orderId: string, id = `evt_${randomUUID().replac
         id: `ch_${orderId.replaceAll('-', '').slice(0, 24)}`,
         object: 'charge',
         order: orderId,
-        amount: 1400,
+        amount,
         currency: 'usd',
         status: type === 'charge.failed' ? 'failed' : 'succeeded',
         refunded: type === 'charge.refunded',
@@ -170,7 +176,7 @@ describe('at-least-once delivery, exactly-once effect', () => {
   it('charge.failed delivered twice gives the stock back once', async () => {
     const before = (await db.product.findUniqueOrThrow({ where: { sku: 'MUG-STONE' } })).stock;
     const order = await pendingOrder('MUG-STONE', 2);
-    const payload = event('charge.failed', order.id);
+    const payload = event('charge.failed', order.id, undefined, order.totalCents);
     await Promise.all([deliver(payload), deliver(payload)]);
     expect((await db.order.findUniqueOrThrow({ where: { id: order.id } })).status).toBe('payment_failed');
     expect((await db.product.findUniqueOrThrow({ where: { sku: 'MUG-STONE' } })).stock).toBe(before);

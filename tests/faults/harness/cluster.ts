@@ -68,14 +68,26 @@ export class Cluster {
       await migrateDatabase(databaseUrl);
       db = createPrismaClient({ connectionString: databaseUrl, max: 4 });
       await seedDatabase(db);
-      const provider = await startProvider({ databaseUrl, port: 0, testKnobs: true, log: () => {} });
+      // A production build refuses the provider's public demo secrets: both sides get generated ones.
+      const providerSecrets = {
+        PROVIDER_SECRET_KEY: `sk_faults_${randomBytes(32).toString('base64url')}`,
+        PROVIDER_WEBHOOK_SECRET: `whsec_faults_${randomBytes(32).toString('base64url')}`,
+      };
+      const provider = await startProvider({
+        databaseUrl,
+        port: 0,
+        testKnobs: true,
+        secretKey: providerSecrets.PROVIDER_SECRET_KEY,
+        webhookSecret: providerSecrets.PROVIDER_WEBHOOK_SECRET,
+        log: () => {},
+      });
       const cluster = new Cluster(
         options.adminUrl,
         name,
         databaseUrl,
         db,
         provider,
-        options.env ?? {},
+        { ...providerSecrets, ...options.env },
         options.verbose ?? process.env.IDEM_FAULTS_VERBOSE === '1',
         randomBytes(32).toString('base64url'),
       );

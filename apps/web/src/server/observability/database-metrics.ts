@@ -29,6 +29,11 @@ const bindings: Record<string, CounterBinding> = {
     labelName: 'source',
     knownLabels: ['provider'],
   },
+  [PersistedCounter.webhookChargeAnomalies]: {
+    metric: metrics.webhookChargeAnomalies,
+    labelName: 'reason',
+    knownLabels: ['amount_mismatch', 'currency_mismatch', 'other_charge'],
+  },
   [PersistedCounter.jobDuplicatesDropped]: {
     metric: metrics.jobDuplicatesDropped,
     labelName: 'queue',

@@ -25,7 +25,7 @@ function createMetrics() {
     }),
     webhookEvents: new Counter({
       name: 'idem_webhook_events_total',
-      help: 'Provider webhook deliveries by event type and result (applied, duplicate, ignored).',
+      help: 'Provider webhook deliveries by event type and result (applied, duplicate, ignored, anomaly).',
       labelNames: ['type', 'result'] as const,
       registers: [registry],
     }),
@@ -55,6 +55,12 @@ function createMetrics() {
       name: 'idem_webhook_duplicates_dropped_total',
       help: 'Webhook deliveries whose event id was already in processed_events (nothing applied), all processes.',
       labelNames: ['source'] as const,
+      registers: [registry],
+    }),
+    webhookChargeAnomalies: new Counter({
+      name: 'idem_webhook_charge_anomalies_total',
+      help: "Signed charge events whose amount or currency is not their order's (order left untouched), by reason, all processes.",
+      labelNames: ['reason'] as const,
       registers: [registry],
     }),
     jobDuplicatesDropped: new Counter({

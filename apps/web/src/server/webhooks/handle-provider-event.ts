@@ -2,26 +2,67 @@
  * Applies one provider event exactly once. The event id is claimed in `processed_events` (its primary key) in
  * the SAME transaction as the effect: a redelivery, however concurrent, finds the row and changes nothing —
  * or waits on the first delivery's uncommitted row and then finds it.
+ *
+ * A charge event moves an order only if the charge is the order's: its amount and currency, and the charge
+ * already recorded for the order if there is one. A charge of 1 cent that names someone's order (created with a
+ * leaked API key, or forged) or a second charge for a paid order is an anomaly — counted, logged, and the order
+ * left untouched.
  */
 import type { Database, Prisma } from '@idem/db';
 import { markOrderPaid, markOrderPaymentFailed, markOrderRefunded, recordPayment } from '@idem/payments';
 import { z } from 'zod';
+import { logger } from '../observability/log.ts';
 import { PersistedCounter } from '../observability/persisted-counters.ts';
 import { testHooks } from '../test-hooks.ts';
 import type { ProviderEvent } from './provider-event.ts';
+
+/** What a charge must agree on with the order it names. */
+export interface OrderTerms {
+  totalCents: number;
+  currency: string;
+  /** The provider charge already recorded for the order (pay call or an earlier event), if any. */
+  chargeId: string | null;
+}
+export interface ChargeTerms {
+  id: string;
+  amount: number;
+  currency: string;
+}
+export type ChargeMismatch = 'amount_mismatch' | 'currency_mismatch' | 'other_charge';
+
+/** Why the charge is not the order's payment, or null when it is (its amount, currency and recorded charge). */
+export function compareChargeWithOrder(order: OrderTerms, charge: ChargeTerms): ChargeMismatch | null {
+  // Char(3) in the database; the provider sends lowercase ISO codes.
+  if (charge.currency.toLowerCase() !== order.currency.trim().toLowerCase()) return 'currency_mismatch';
+  if (charge.amount !== order.totalCents) return 'amount_mismatch';
+  // A second charge for one order (its refund must not refund the order; its success is money to give back).
+  if (order.chargeId !== null && order.chargeId !== charge.id) return 'other_charge';
+  return null;
+}
 
 export interface WebhookDeps {
   db: Database;
   /** Enqueues the fulfilment job inside `tx`, so it exists if and only if the transaction commits. */
   enqueueFulfilment(orderId: string, tx: Prisma.TransactionClient): Promise<void>;
+  /** How a charge is checked against its order; `compareChargeWithOrder` unless a test supplies another. */
+  compareCharge?: (order: OrderTerms, charge: ChargeTerms) => ChargeMismatch | null;
 }
 
 export type WebhookOutcome =
   | { duplicate: true }
   | {
       duplicate: false;
-      effect: 'paid' | 'payment_failed' | 'refunded' | 'fulfilment_queued' | 'no_change' | 'ignored';
+      effect:
+        | 'paid'
+        | 'payment_failed'
+        | 'refunded'
+        | 'fulfilment_queued'
+        | 'no_change'
+        | 'ignored'
+        | 'anomaly';
     };
+
+const CHARGE_EVENTS = new Set(['charge.succeeded', 'charge.failed', 'charge.refunded']);
 
 const orderIdSchema = z.uuid();
 
@@ -50,10 +91,40 @@ async function applyEvent(
   event: ProviderEvent,
 ): Promise<Extract<WebhookOutcome, { duplicate: false }>['effect']> {
   const charge = event.data.object;
+  if (!CHARGE_EVENTS.has(event.type)) return 'ignored';
   const orderId = orderIdSchema.safeParse(charge.order);
   if (!orderId.success) return 'ignored'; // not one of our orders
-  const order = await tx.order.findUnique({ where: { id: orderId.data }, select: { id: true } });
-  if (!order) return 'ignored';
+  const found = await tx.order.findUnique({
+    where: { id: orderId.data },
+    select: { id: true, totalCents: true, currency: true, payment: { select: { providerChargeId: true } } },
+  });
+  if (!found) return 'ignored';
+  const order = { ...found, chargeId: found.payment?.providerChargeId ?? null };
+
+  const mismatch = (deps.compareCharge ?? compareChargeWithOrder)(order, charge);
+  if (mismatch) {
+    // Counted in this transaction (once per event id, like the effect it replaces) for every web process.
+    await tx.$executeRaw`
+      insert into operational_counters as c (name, label, value, updated_at)
+      values (${PersistedCounter.webhookChargeAnomalies}, ${mismatch}, 1, now())
+      on conflict (name, label) do update set value = c.value + 1, updated_at = now()`;
+    logger.warn(
+      {
+        event_id: event.id,
+        event_type: event.type,
+        order_id: order.id,
+        charge_id: charge.id,
+        reason: mismatch,
+        order_amount: order.totalCents,
+        order_currency: order.currency,
+        order_charge_id: order.chargeId,
+        charge_amount: charge.amount,
+        charge_currency: charge.currency,
+      },
+      'webhook charge does not match its order; order left untouched',
+    );
+    return 'anomaly';
+  }
 
   switch (event.type) {
     case 'charge.succeeded': {
