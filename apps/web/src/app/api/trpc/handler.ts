@@ -2,6 +2,7 @@
 import { type AnyTRPCRouter, type inferRouterContext, TRPCError } from '@trpc/server';
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
+import { limitBody } from '~/server/http/limit-body';
 import { idempotency } from '~/server/idempotency';
 import { errorIdOf, logger } from '~/server/observability/log';
 import { type Context, createTRPCContext } from '~/server/trpc';
@@ -24,7 +25,16 @@ export function createTrpcHandler<TRouter extends AppContextRouter>(router: TRou
   const createContext = (options: Parameters<typeof createTRPCContext>[0]) =>
     createTRPCContext(options) as Promise<inferRouterContext<TRouter>>;
   return function handler(incoming: Request) {
-    const req = limitBody(incoming, MAX_BODY_BYTES);
+    // Past the cap, tRPC's own PAYLOAD_TOO_LARGE: a 413 in its error shape, as its Node adapter's maxBodySize.
+    const req = limitBody(
+      incoming,
+      MAX_BODY_BYTES,
+      () =>
+        new TRPCError({
+          code: 'PAYLOAD_TOO_LARGE',
+          message: `The request body is larger than ${MAX_BODY_BYTES} bytes.`,
+        }),
+    );
     return fetchRequestHandler({
       endpoint: '/api/trpc',
       req,
@@ -48,50 +58,4 @@ export function createTrpcHandler<TRouter extends AppContextRouter>(router: TRou
       },
     });
   };
-}
-
-/**
- * The request with its body capped at `maxBytes`: past it (declared by Content-Length, or counted while a
- * chunked body streams in) reading fails with tRPC's PAYLOAD_TOO_LARGE, which tRPC answers as a 413 in its own
- * error shape — as its Node adapter's `maxBodySize` does. Nothing past the cap is read.
- */
-function limitBody(req: Request, maxBytes: number): Request {
-  if (!req.body) return req;
-  const tooLarge = () =>
-    new TRPCError({
-      code: 'PAYLOAD_TOO_LARGE',
-      message: `The request body is larger than ${maxBytes} bytes.`,
-    });
-  const declared = Number(req.headers.get('content-length') ?? Number.NaN);
-  let received = 0;
-  const reader = req.body.getReader();
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (declared > maxBytes) {
-        await reader.cancel().catch(() => {});
-        controller.error(tooLarge());
-        return;
-      }
-      const { done, value } = await reader.read();
-      if (done) {
-        controller.close();
-        return;
-      }
-      received += value.byteLength;
-      if (received > maxBytes) {
-        await reader.cancel().catch(() => {});
-        controller.error(tooLarge());
-        return;
-      }
-      controller.enqueue(value);
-    },
-    cancel: (reason) => reader.cancel(reason),
-  });
-  return new Request(req.url, {
-    method: req.method,
-    headers: req.headers,
-    body,
-    signal: req.signal,
-    duplex: 'half',
-  } as RequestInit);
 }
