@@ -2,6 +2,7 @@
 import 'server-only';
 import { z } from 'zod';
 import { EnvError } from './env-error.ts';
+import { DEFAULT_KEY_LIFETIMES, type KeyLifetimes, keyLifetimeProblems } from './server/key-lifetimes.ts';
 
 export { EnvError };
 
@@ -34,46 +35,80 @@ function productionSecret(name: string, demoValue: string) {
     });
 }
 
+const hours = (fallback: number) =>
+  z.coerce
+    .number()
+    .positive()
+    .max(24 * 365)
+    .default(fallback);
+
 function schemaFor(production: boolean) {
-  return z.object({
-    DATABASE_URL: z.url({ error: 'DATABASE_URL must be a postgresql:// URL (pnpm dev sets it for you)' }),
-    PROVIDER_URL: z.url().default('http://127.0.0.1:4000'),
-    /** The provider API key (`Authorization: Bearer`), the same value the provider is started with. */
-    PROVIDER_SECRET_KEY: production
-      ? productionSecret('PROVIDER_SECRET_KEY', DEMO_PROVIDER_SECRET_KEY)
-      : z.string().min(1).default(DEMO_PROVIDER_SECRET_KEY),
-    /** Signs the provider's webhooks (`Idem-Signature`). */
-    PROVIDER_WEBHOOK_SECRET: production
-      ? productionSecret('PROVIDER_WEBHOOK_SECRET', DEMO_PROVIDER_WEBHOOK_SECRET)
-      : z.string().min(1).default(DEMO_PROVIDER_WEBHOOK_SECRET),
-    /**
-     * Test-only: `1` lets the Playwright/vitest suites switch a dedupe off to show the duplicate it prevents
-     * (see server/test-hooks.ts). Never set in production.
-     */
-    IDEM_TEST_HOOKS: z.enum(['0', '1']).default('0'),
-    /** Benchmark-only: `1` mounts the `bench.*` procedures (scripts/bench/run.ts). Never set in production. */
-    IDEM_BENCH_ROUTES: z.enum(['0', '1']).default('0'),
-    /** How often each server process adds its buffered outcome counts to `idempotency_stats` (the dashboard). */
-    IDEM_STATS_FLUSH_SECONDS: z.coerce.number().positive().max(3600).default(5),
-    SESSION_SECRET: production
-      ? productionSecret('SESSION_SECRET', DEV_SESSION_SECRET)
-      : z.string().min(MIN_SECRET_LENGTH).default(DEV_SESSION_SECRET),
-    /**
-     * The bearer token `GET /api/metrics` requires. Unset: open outside production, closed (403) in production.
-     */
-    METRICS_TOKEN: z
-      .string()
-      .min(MIN_SECRET_LENGTH, `METRICS_TOKEN must be at least ${MIN_SECRET_LENGTH} characters`)
-      .optional(),
-    /**
-     * `Secure` on the session cookies: on by default in production (they must only travel over HTTPS); off in
-     * development, where the app is served over plain http://localhost.
-     */
-    COOKIE_SECURE: z
-      .enum(['true', 'false'], { error: 'COOKIE_SECURE must be true or false' })
-      .default(production ? 'true' : 'false')
-      .transform((value) => value === 'true'),
-  });
+  return z
+    .object({
+      DATABASE_URL: z.url({ error: 'DATABASE_URL must be a postgresql:// URL (pnpm dev sets it for you)' }),
+      PROVIDER_URL: z.url().default('http://127.0.0.1:4000'),
+      /** The provider API key (`Authorization: Bearer`), the same value the provider is started with. */
+      PROVIDER_SECRET_KEY: production
+        ? productionSecret('PROVIDER_SECRET_KEY', DEMO_PROVIDER_SECRET_KEY)
+        : z.string().min(1).default(DEMO_PROVIDER_SECRET_KEY),
+      /** Signs the provider's webhooks (`Idem-Signature`). */
+      PROVIDER_WEBHOOK_SECRET: production
+        ? productionSecret('PROVIDER_WEBHOOK_SECRET', DEMO_PROVIDER_WEBHOOK_SECRET)
+        : z.string().min(1).default(DEMO_PROVIDER_WEBHOOK_SECRET),
+      /**
+       * Test-only: `1` lets the Playwright/vitest suites switch a dedupe off to show the duplicate it prevents
+       * (see server/test-hooks.ts). Never set in production.
+       */
+      IDEM_TEST_HOOKS: z.enum(['0', '1']).default('0'),
+      /** Benchmark-only: `1` mounts the `bench.*` procedures (scripts/bench/run.ts). Never set in production. */
+      IDEM_BENCH_ROUTES: z.enum(['0', '1']).default('0'),
+      /** How often each server process adds its buffered outcome counts to `idempotency_stats` (the dashboard). */
+      IDEM_STATS_FLUSH_SECONDS: z.coerce.number().positive().max(3600).default(5),
+      SESSION_SECRET: production
+        ? productionSecret('SESSION_SECRET', DEV_SESSION_SECRET)
+        : z.string().min(MIN_SECRET_LENGTH).default(DEV_SESSION_SECRET),
+      /**
+       * The bearer token `GET /api/metrics` requires. Unset: open outside production, closed (403) in production.
+       */
+      METRICS_TOKEN: z
+        .string()
+        .min(MIN_SECRET_LENGTH, `METRICS_TOKEN must be at least ${MIN_SECRET_LENGTH} characters`)
+        .optional(),
+      /**
+       * `Secure` on the session cookies: on by default in production (they must only travel over HTTPS); off in
+       * development, where the app is served over plain http://localhost.
+       */
+      COOKIE_SECURE: z
+        .enum(['true', 'false'], { error: 'COOKIE_SECURE must be true or false' })
+        .default(production ? 'true' : 'false')
+        .transform((value) => value === 'true'),
+      /** How long the checkout form re-sends an unresolved intent before it asks what happened instead. */
+      IDEM_INTENT_MAX_AGE_HOURS: hours(DEFAULT_KEY_LIFETIMES.browserIntentHours),
+      /** How long the server replays a checkout's Idempotency-Key. */
+      IDEM_CHECKOUT_KEY_RETENTION_HOURS: hours(DEFAULT_KEY_LIFETIMES.serverRetentionHours),
+      /** How long the payment provider remembers its Idempotency-Key (its documented retention). */
+      PROVIDER_KEY_RETENTION_HOURS: hours(DEFAULT_KEY_LIFETIMES.providerRetentionHours),
+    })
+    .transform(
+      ({
+        IDEM_INTENT_MAX_AGE_HOURS,
+        IDEM_CHECKOUT_KEY_RETENTION_HOURS,
+        PROVIDER_KEY_RETENTION_HOURS,
+        ...rest
+      }) => ({
+        ...rest,
+        keyLifetimes: {
+          browserIntentHours: IDEM_INTENT_MAX_AGE_HOURS,
+          serverRetentionHours: IDEM_CHECKOUT_KEY_RETENTION_HOURS,
+          providerRetentionHours: PROVIDER_KEY_RETENTION_HOURS,
+        } satisfies KeyLifetimes,
+      }),
+    )
+    .superRefine(({ keyLifetimes }, context) => {
+      // The chain browser < server <= provider: broken, a late retry outlives the record that would replay it.
+      for (const problem of keyLifetimeProblems(keyLifetimes))
+        context.addIssue({ code: 'custom', path: ['IDEM_CHECKOUT_KEY_RETENTION_HOURS'], message: problem });
+    });
 }
 
 export type Env = z.infer<ReturnType<typeof schemaFor>> & {

@@ -1,8 +1,9 @@
 /**
  * How long each party remembers one checkout intent's Idempotency-Key. They must form a chain —
  * browser intent < server key retention <= provider key retention — or a late retry can outlive the record that
- * would have replayed it and be charged as new. `checkKeyLifetimes` (run when this module loads) refuses a
- * configuration that breaks the chain.
+ * would have replayed it and be charged as new. The environment sets them (IDEM_INTENT_MAX_AGE_HOURS,
+ * IDEM_CHECKOUT_KEY_RETENTION_HOURS, PROVIDER_KEY_RETENTION_HOURS; `env.keyLifetimes`), and a configuration that
+ * breaks the chain stops the server at startup with one line naming the broken link.
  */
 export interface KeyLifetimes {
   /** After this the browser no longer re-sends an unresolved intent: it asks what happened to the order. */
@@ -26,23 +27,11 @@ export function keyLifetimeProblems(lifetimes: KeyLifetimes): string[] {
   if (!(browserIntentHours > 0)) problems.push('the browser intent lifetime must be positive');
   if (!(browserIntentHours < serverRetentionHours))
     problems.push(
-      `the browser intent lifetime (${browserIntentHours} h) must be shorter than the server's key retention (${serverRetentionHours} h)`,
+      `the browser intent lifetime (IDEM_INTENT_MAX_AGE_HOURS, ${browserIntentHours} h) must be shorter than the server's key retention (${serverRetentionHours} h)`,
     );
   if (!(serverRetentionHours <= providerRetentionHours))
     problems.push(
-      `the server's key retention (${serverRetentionHours} h) must not exceed the provider's (${providerRetentionHours} h)`,
+      `the server's key retention (IDEM_CHECKOUT_KEY_RETENTION_HOURS, ${serverRetentionHours} h) must not exceed the provider's (PROVIDER_KEY_RETENTION_HOURS, ${providerRetentionHours} h)`,
     );
   return problems;
 }
-
-/** The lifetimes, or an error naming every broken link of the chain (thrown at startup, where they are read). */
-export function checkKeyLifetimes(lifetimes: KeyLifetimes): KeyLifetimes {
-  const problems = keyLifetimeProblems(lifetimes);
-  if (problems.length > 0)
-    throw new Error(
-      `Idempotency-Key lifetimes break the chain browser < server <= provider: ${problems.join('; ')}`,
-    );
-  return lifetimes;
-}
-
-export const keyLifetimes: KeyLifetimes = checkKeyLifetimes(DEFAULT_KEY_LIFETIMES);

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { env } from '~/env';
 import { placeOrderInput } from '~/lib/schemas';
 import { effectIdPerAttempt } from '../fault-points.ts';
 import { idempotency } from '../idempotency.ts';
-import { keyLifetimes } from '../key-lifetimes.ts';
 import { orderIdForIntent, placeOrder } from '../services/place-order.ts';
 import { createTRPCRouter, principalProcedure } from '../trpc.ts';
 
@@ -14,7 +14,7 @@ export const checkoutRouter = createTRPCRouter({
    * remembers its own key.
    */
   placeOrder: principalProcedure
-    .concat(idempotency.external({ retentionSeconds: keyLifetimes.serverRetentionHours * 3600 }))
+    .concat(idempotency.external({ retentionSeconds: env.keyLifetimes.serverRetentionHours * 3600 }))
     .input(placeOrderInput)
     .mutation(({ ctx, input }) =>
       placeOrder(ctx, {
