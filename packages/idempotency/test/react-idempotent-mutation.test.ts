@@ -214,7 +214,7 @@ describe('useIdempotentMutation', () => {
     expect(outcome).toMatchObject({ status: 'unknown', attempt: 3, maxAttempts: 3 });
     expect(outcome.error).toMatchObject({ data: { httpStatus: 503 } });
     expect(result.current.key).toBe(key);
-    expect(result.current.inDoubt).toEqual({ payload: anOrder, sentAt: expect.any(Number) });
+    expect(result.current.inDoubt).toEqual({ payload: anOrder, sentAt: expect.any(Number), expired: false });
 
     // Submitting the same payload again: the same key, a normal retry.
     const retried = await submit(result, anOrder);
