@@ -128,6 +128,7 @@ export function createReloadHarness(db: Database) {
 
   return {
     client,
+    principal,
     storage,
     statuses,
     mountHook,

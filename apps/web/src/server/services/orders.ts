@@ -1,6 +1,13 @@
 import type { Database } from '@idem/db';
+import { fingerprintRequest } from '@idem/idempotency';
+import { TRPCError } from '@trpc/server';
+import superjson from 'superjson';
 import { ShopError } from '../errors.ts';
 import { orderViewInclude, toOrderView } from './order-view.ts';
+import { orderIdForIntent } from './place-order.ts';
+
+/** The procedure whose fingerprint names the order (the path the idempotency middleware fingerprints). */
+export const PLACE_ORDER_PATH = 'checkout.placeOrder';
 
 /** An order is visible only to the principal that placed it; anyone else gets the same "not found". */
 export async function getOrderForPrincipal(db: Database, principalId: string, orderId: string) {
@@ -20,4 +27,36 @@ export async function listOrdersForPrincipal(db: Database, principalId: string, 
     include: orderViewInclude,
   });
   return orders.map(toOrderView);
+}
+
+export interface IntentLookup {
+  /** The intent's Idempotency-Key. */
+  key: string;
+  /** The payload the browser sent under it, as it sent it. */
+  payload: unknown;
+}
+
+/**
+ * "What happened to my order?" for a browser intent too old to re-send: the order that intent made, or null if
+ * it made none. The order id is derived exactly as the checkout derives it — from the caller's principal, the
+ * key and the idempotency middleware's fingerprint of `checkout.placeOrder` + the payload (the router's
+ * transformer, superjson) — so a caller can only ever find its own orders, and only by the intent's own key
+ * and payload. Reads only: nothing is re-sent or charged.
+ */
+export async function findOrderForIntent(db: Database, principalId: string, intent: IntentLookup) {
+  let fingerprint: string;
+  try {
+    fingerprint = fingerprintRequest(PLACE_ORDER_PATH, intent.payload, superjson);
+  } catch {
+    throw new TRPCError({
+      code: 'BAD_REQUEST',
+      message: 'The payload cannot be fingerprinted: it is nested too deeply or is not valid JSON text.',
+    });
+  }
+  const orderId = orderIdForIntent({ scope: principalId, key: intent.key, fingerprint });
+  const order = await db.order.findFirst({
+    where: { id: orderId, principal: principalId },
+    select: { id: true, status: true },
+  });
+  return { order };
 }
