@@ -105,9 +105,16 @@ function resolveSettings(options: UseIdempotencyKeyOptions): IntentSettings {
   return { transformer, serializer, maxIntentAgeMs };
 }
 
-/** True once an intent first sent at `createdAt` may no longer be re-sent. */
+/** A record dated further ahead than this was written under another clock: its age is unknown. */
+const CLOCK_SLACK_MS = 5 * 60 * 1000;
+
+/**
+ * True once an intent first sent at `createdAt` may no longer be re-sent — also when `createdAt` lies in the
+ * future (the clock was turned back): an age that cannot be known is treated as too old, so it is checked.
+ */
 export function isIntentExpired(createdAt: number, settings: IntentSettings, now = Date.now()): boolean {
-  return now - createdAt >= settings.maxIntentAgeMs;
+  const age = now - createdAt;
+  return age >= settings.maxIntentAgeMs || age < -CLOCK_SLACK_MS;
 }
 
 /**
@@ -146,7 +153,8 @@ export function useIntent<TPayload>(intentId: string, options: UseIdempotencyKey
     const expiresAt = record.createdAt + maxIntentAgeMs;
     try {
       const payload = settingsRef.current.serializer.parse(sent.payload) as TPayload;
-      const inDoubt: InDoubtAttempt<TPayload> = { payload, sentAt: sent.at, expired: now >= expiresAt };
+      const expired = isIntentExpired(record.createdAt, settingsRef.current, now);
+      const inDoubt: InDoubtAttempt<TPayload> = { payload, sentAt: sent.at, expired };
       return { inDoubt, inFlightElsewhere: false, changesAt: inDoubt.expired ? null : expiresAt };
     } catch {
       return none;

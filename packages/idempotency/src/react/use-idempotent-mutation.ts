@@ -163,6 +163,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
     /** As the link last reported it. */
     maxAttempts: DEFAULT_MAX_ATTEMPTS,
     warned: false,
+    warnedTransformer: false,
   }));
 
   const mutation = useMutation<TData, TError, TVariables, TOnMutateResult>({
@@ -265,6 +266,12 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
         if (!linkSeen && !self.warned) {
           self.warned = true;
           console.warn('useIdempotentMutation: no idempotentRetryLink() in the tRPC client');
+        }
+        if (status === 'unresolved' && !settings.transformer && !self.warnedTransformer) {
+          self.warnedTransformer = true;
+          console.warn(
+            'useIdempotentMutation: a re-sent payload got 422. If the tRPC links use a transformer, pass it as `transformer`.',
+          );
         }
         return show(status, data, error);
       };
