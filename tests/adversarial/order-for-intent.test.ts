@@ -64,13 +64,29 @@ describe('orders.forIntent', () => {
     });
     // Another principal with the very same key and payload: nothing (the id is derived from the caller's scope).
     expect(await callerAs(bob?.token).orders.forIntent({ key, payload })).toEqual({ order: null });
-    // The same key with another payload, or another key: not that intent, no order.
-    expect(
-      await callerAs(alice?.token).orders.forIntent({ key, payload: { ...payload, email: 'x@example.com' } }),
-    ).toEqual({ order: null });
+    // Another key: not that intent, no order.
     expect(await callerAs(alice?.token).orders.forIntent({ key: crypto.randomUUID(), payload })).toEqual({
       order: null,
     });
+  });
+
+  it("a payload copy that differs from what was sent still finds the order while the key's row exists", async () => {
+    const key = crypto.randomUUID();
+    const placed = await callerAs(alice?.token, key).checkout.placeOrder(payload);
+    const differentCopy = { ...payload, email: 'x@example.com' };
+
+    expect(await callerAs(alice?.token).orders.forIntent({ key, payload: differentCopy })).toEqual({
+      order: { id: placed.id, status: 'paid' },
+    });
+    // Once the server has forgotten the key, only the payload it was sent with names the order.
+    await db.idempotencyKey.deleteMany({ where: { key } });
+    expect(await callerAs(alice?.token).orders.forIntent({ key, payload: differentCopy })).toEqual({
+      order: null,
+    });
+    expect(await callerAs(alice?.token).orders.forIntent({ key, payload })).toEqual({
+      order: { id: placed.id, status: 'paid' },
+    });
+    expect(await callerAs(bob?.token).orders.forIntent({ key, payload })).toEqual({ order: null });
   });
 
   it('answers an intent that placed nothing with no order, and creates none', async () => {

@@ -106,13 +106,20 @@ test('a paying tab that closes mid-payment: the other tab shows the payment in d
   page,
   context,
 }) => {
-  const second = await openSecondTabMidPayment(page, context);
+  // Short enough for the check's 409 retries (Retry-After: 1, five attempts) to see the payment finish.
+  const second = await openSecondTabMidPayment(page, context, { latencyMs: 2_500 });
   await expect(second.getByTestId('payment-in-other-tab')).toBeVisible();
   await page.close();
   // The closing tab removes its mark: the payment is now in doubt here, and checking re-sends the same key.
   await expect(second.getByTestId('payment-in-doubt')).toBeVisible();
   // The server finishes the closed tab's payment on its own; checking then replays it.
   await expect.poll(() => ordersOfThisBrowser(context), { timeout: 15_000 }).toHaveLength(1);
+  const [placed] = await ordersOfThisBrowser(context);
+  await expect
+    .poll(async () => (await chargesForOrder(placed ?? '')).map((charge) => charge.status), {
+      timeout: 15_000,
+    })
+    .toEqual(['succeeded']);
   await second.getByRole('button', { name: 'Check payment status' }).click();
   const orderId = await expectConfirmation(second);
   expect(await ordersOfThisBrowser(context)).toEqual([orderId]);

@@ -62,7 +62,7 @@ export function CheckoutForm({
       maxIntentAgeMs: browserIntentHours * HOUR_MS,
     },
   );
-  const intentOutcome = useExpiredIntentOutcome(pay);
+  const intentCheck = useUnsentIntentCheck(pay);
 
   // Filling the form again after a reload that interrupted a payment: show what was being paid.
   const inDoubtEmail = pay.inDoubt?.payload.email;
@@ -127,7 +127,7 @@ export function CheckoutForm({
   const busy =
     status === 'sending' || status === 'retrying' || status === 'succeeded' || status === 'replayed';
   // Too old to re-send: the only way on is "start a new purchase", once the customer has seen what happened.
-  const expired = intentOutcome !== null;
+  const expired = intentCheck?.reason === 'expired';
   const announced = pay.inFlightElsewhere ? 'in-other-tab' : expired ? 'expired' : status;
   const errorMessage =
     formError ?? (status === 'failed' ? (pay.state.error?.message ?? 'Payment failed.') : null);
@@ -143,10 +143,11 @@ export function CheckoutForm({
         <h1 className="text-2xl font-semibold">Checkout</h1>
         {pay.inFlightElsewhere ? (
           <PaymentStatus.InOtherTab />
-        ) : intentOutcome ? (
-          <PaymentStatus.Expired outcome={intentOutcome} onStartOver={() => pay.reset()} />
-        ) : status === 'unresolved' ? (
+        ) : intentCheck?.reason === 'expired' ? (
+          <PaymentStatus.Expired outcome={intentCheck.outcome} onStartOver={() => pay.reset()} />
+        ) : intentCheck?.reason === 'unresolved' ? (
           <PaymentStatus.StillChecking
+            outcome={intentCheck.outcome}
             busy={busy}
             onCheck={() => void pay.submit(pay.inDoubt?.payload ?? (pay.state.input as PlaceOrderInput))}
             onStartOver={() => pay.reset()}
@@ -241,26 +242,35 @@ export function CheckoutForm({
 }
 
 /**
- * For an unresolved payment too old to re-send (`inDoubt.expired`, or a submit that ended `expired`): asks the
- * server which order that intent made — by its key and the payload it was sent with — and nothing else. Null
- * while the intent is not expired.
+ * For a payment this form will not simply re-send — too old (`inDoubt.expired`, or a submit that ended
+ * `expired`) or unresolved (the server holds another payment under its key) — asks the server which order that
+ * intent made, by its key and the payload it was sent with, and nothing else. Null for any other payment.
  */
-function useExpiredIntentOutcome(pay: {
+function useUnsentIntentCheck(pay: {
   key: string | null;
   inDoubt: { payload: PlaceOrderInput; expired: boolean } | null;
   state: { status: string; input: PlaceOrderInput | undefined };
-}): IntentOutcome | null {
+}): { reason: 'expired' | 'unresolved'; outcome: IntentOutcome } | null {
   const trpc = useTRPC();
-  const expired = pay.inDoubt?.expired === true || pay.state.status === 'expired';
+  const reason =
+    pay.inDoubt?.expired === true || pay.state.status === 'expired'
+      ? 'expired'
+      : pay.state.status === 'unresolved'
+        ? 'unresolved'
+        : null;
   const payload = pay.inDoubt?.payload ?? pay.state.input;
   const lookup = useQuery({
     ...trpc.orders.forIntent.queryOptions({ key: pay.key ?? '', payload }),
-    enabled: expired && pay.key !== null && payload !== undefined,
+    enabled: reason !== null && pay.key !== null && payload !== undefined,
     staleTime: Number.POSITIVE_INFINITY,
   });
-  if (!expired) return null;
+  if (!reason) return null;
   if (lookup.isError)
-    return { kind: 'error', message: 'We could not check your order right now. Reload to try again.' };
-  if (!lookup.data) return { kind: 'checking' };
-  return lookup.data.order ? { kind: 'order', orderId: lookup.data.order.id } : { kind: 'none' };
+    return {
+      reason,
+      outcome: { kind: 'error', message: 'We could not check your order right now. Reload to try again.' },
+    };
+  if (!lookup.data) return { reason, outcome: { kind: 'checking' } };
+  const { order } = lookup.data;
+  return { reason, outcome: order ? { kind: 'order', orderId: order.id } : { kind: 'none' } };
 }

@@ -78,10 +78,12 @@ function InDoubt({
  * customer's explicit choice, after looking at their orders.
  */
 function StillChecking({
+  outcome,
   busy,
   onCheck,
   onStartOver,
 }: {
+  outcome: IntentOutcome;
   busy: boolean;
   onCheck: () => void;
   onStartOver: () => void;
@@ -101,6 +103,15 @@ function StillChecking({
         </Link>{' '}
         before starting a new purchase.
       </p>
+      {outcome.kind === 'order' && (
+        <p className="mt-1 text-amber-900" data-testid="unresolved-intent-order">
+          It placed an order:{' '}
+          <Link href={`/orders/${outcome.orderId}`} className="font-medium underline">
+            view your order
+          </Link>
+          .
+        </p>
+      )}
       <div className="mt-3 flex flex-wrap gap-3">
         <button
           type="button"

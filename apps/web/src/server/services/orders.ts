@@ -37,11 +37,12 @@ export interface IntentLookup {
 }
 
 /**
- * "What happened to my order?" for a browser intent too old to re-send: the order that intent made, or null if
- * it made none. The order id is derived exactly as the checkout derives it — from the caller's principal, the
- * key and the idempotency middleware's fingerprint of `checkout.placeOrder` + the payload (the router's
- * transformer, superjson) — so a caller can only ever find its own orders, and only by the intent's own key
- * and payload. Reads only: nothing is re-sent or charged.
+ * "What happened to my order?" for a browser intent that is not re-sent (too old, or unresolved): the order that
+ * intent made, or null if it made none. The order id is derived exactly as the checkout derives it — from the
+ * caller's principal, the key and the idempotency middleware's fingerprint of `checkout.placeOrder` + the payload
+ * (the router's transformer, superjson). While the server still holds the key's row, the fingerprint stored
+ * there names the order too, so a browser whose copy of the payload differs from what it sent still finds it.
+ * Everything is in the caller's own scope: nobody finds another principal's order. Reads only.
  */
 export async function findOrderForIntent(db: Database, principalId: string, intent: IntentLookup) {
   let fingerprint: string;
@@ -53,9 +54,17 @@ export async function findOrderForIntent(db: Database, principalId: string, inte
       message: 'The payload cannot be fingerprinted: it is nested too deeply or is not valid JSON text.',
     });
   }
-  const orderId = orderIdForIntent({ scope: principalId, key: intent.key, fingerprint });
+  const fingerprints = [fingerprint];
+  const keyRow = await db.idempotencyKey.findUnique({
+    where: { scope_procedure_key: { scope: principalId, procedure: PLACE_ORDER_PATH, key: intent.key } },
+    select: { fingerprint: true },
+  });
+  if (keyRow && keyRow.fingerprint !== fingerprint) fingerprints.push(keyRow.fingerprint);
+  const orderIds = fingerprints.map((each) =>
+    orderIdForIntent({ scope: principalId, key: intent.key, fingerprint: each }),
+  );
   const order = await db.order.findFirst({
-    where: { id: orderId, principal: principalId },
+    where: { id: { in: orderIds }, principal: principalId },
     select: { id: true, status: true },
   });
   return { order };
