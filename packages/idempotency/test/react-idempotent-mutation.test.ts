@@ -430,6 +430,21 @@ describe('useIdempotentMutation', () => {
     expect(shop.requests).toHaveLength(0);
   });
 
+  it('a sent attempt whose stored payload no longer parses is neither re-sent nor replaced: unresolved', async () => {
+    const { shop, render, storage } = setup();
+    const key = crypto.randomUUID();
+    const now = Date.now();
+    storage.setItem(
+      'idem:intent:checkout',
+      JSON.stringify({ v: 1, key, createdAt: now, sent: { payload: '{not json', at: now } }),
+    );
+    const { result } = render();
+
+    expect((await submit(result, anOrder)).status).toBe('unresolved');
+    expect(shop.requests).toHaveLength(0);
+    expect(result.current.key).toBe(key);
+  });
+
   it('renders on the server without a key and without touching storage', () => {
     const shop = createFakeShop();
     const queryClient = new QueryClient();

@@ -28,7 +28,7 @@ import type { IdempotencyContext, IdempotencyEvent } from '../client/context.ts'
 import { httpStatusOf, isAbortError, retryReasonOf } from '../client/retry-policy.ts';
 import { plainJsonWire } from '../core/wire-form.ts';
 import { isAlive, keepAlive, parseRecord } from './intent-store.ts';
-import { payloadEquals, serializePayload } from './payload.ts';
+import { type PayloadSerializer, payloadEquals, serializePayload } from './payload.ts';
 import {
   type InDoubtAttempt,
   isIntentExpired,
@@ -55,8 +55,8 @@ export type IdempotentMutationStatus =
   | 'unknown'
   /**
    * A re-sent attempt got a 422 that is not a replay: the server holds another payload under this key, so what
-   * became of the intent is still unknown here. The key and the payload are kept (`inDoubt` is set); only
-   * `reset()` gives a new key.
+   * became of the intent is still unknown here (also, without sending, when the stored payload of the sent
+   * attempt cannot be read back). The key and the payload are kept; only `reset()` gives a new key.
    */
   | 'unresolved'
   /**
@@ -118,6 +118,20 @@ function failureStatus(error: unknown, resentNotReplayed: boolean): IdempotentMu
   if (isAbortError(error) || retryReasonOf(error)) return 'unknown';
   if (resentNotReplayed && httpStatusOf(error) === 422) return 'unresolved';
   return 'failed';
+}
+
+const UNREADABLE = Symbol('unreadable payload');
+
+/** The stored payload of a sent attempt, or UNREADABLE when the stored text no longer parses. */
+function readSentPayload<TPayload>(
+  serializer: PayloadSerializer,
+  text: string,
+): TPayload | typeof UNREADABLE {
+  try {
+    return serializer.parse(text) as TPayload;
+  } catch {
+    return UNREADABLE;
+  }
 }
 
 function idleState<TData, TError, TVariables>(): IdempotentMutationState<TData, TError, TVariables> {
@@ -198,7 +212,13 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
       let payload: TVariables;
       let recoveredInDoubt: boolean;
       try {
-        const original = record.sent && (settings.serializer.parse(record.sent.payload) as TVariables);
+        const original = record.sent && readSentPayload<TVariables>(settings.serializer, record.sent.payload);
+        if (original === UNREADABLE) {
+          // What was sent under this key cannot be read back (storage altered): never re-sent, never replaced.
+          const unreadable: State = { ...idleState(), status: 'unresolved' };
+          setState(unreadable);
+          return Promise.resolve(unreadable);
+        }
         recoveredInDoubt = resent && !payloadEquals(original, input, transformer);
         payload = recoveredInDoubt ? (original as TVariables) : input;
         if (resent && isIntentExpired(record.createdAt, settings)) {

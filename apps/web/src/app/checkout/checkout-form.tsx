@@ -261,7 +261,8 @@ function useUnsentIntentCheck(pay: {
   const payload = pay.inDoubt?.payload ?? pay.state.input;
   const lookup = useQuery({
     ...trpc.orders.forIntent.queryOptions({ key: pay.key ?? '', payload }),
-    enabled: reason !== null && pay.key !== null && payload !== undefined,
+    // Without a readable payload, the key alone can still name the order (the server's stored fingerprint).
+    enabled: reason !== null && pay.key !== null,
     staleTime: Number.POSITIVE_INFINITY,
   });
   if (!reason) return null;
