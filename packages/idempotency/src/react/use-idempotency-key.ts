@@ -142,6 +142,7 @@ export function useIntent<TPayload>(intentId: string, options: UseIdempotencyKey
 
   const { maxIntentAgeMs } = settings;
   const seen = useMemo(() => {
+    // Re-evaluated on each `clock` tick: what is alive or expired depends on the time, not only the record.
     void clock;
     const sent = record?.sent ?? null;
     const none = { inDoubt: null, inFlightElsewhere: false, changesAt: null };
