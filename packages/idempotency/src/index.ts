@@ -43,3 +43,4 @@ export {
   type StoredResponse,
 } from './core/record.ts';
 export type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from './core/store.ts';
+export { canonicalWireForm, plainJsonWire, type WireTransformer } from './core/wire-form.ts';

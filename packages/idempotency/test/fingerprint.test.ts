@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import superjson from 'superjson';
 import { describe, expect, it } from 'vitest';
-import { fingerprintRequest } from '../src/index.ts';
+import { canonicalWireForm, fingerprintRequest } from '../src/index.ts';
 
 const path = 'checkout.placeOrder';
 
@@ -72,5 +74,27 @@ describe('fingerprintRequest', () => {
       expect(() => fingerprintRequest(path, input)).toThrow();
     // Control: the same shapes with JSON values are fine.
     expect(fingerprintRequest(path, { n: 10, s: 'ok', self: {} })).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('is the hash of canonicalize({ path, input }), byte for byte (stored fingerprints stay valid)', () => {
+    for (const input of [{ b: [1, { y: 2, x: 'é' }], a: null }, [true], 'text', 0, null, { s: '\u2028"' }]) {
+      const expected = createHash('sha256')
+        .update(canonicalize({ path, input }) ?? '', 'utf8')
+        .digest('hex');
+      expect(fingerprintRequest(path, input)).toBe(expected);
+    }
+  });
+
+  it("with the transformer, hashes the input's wire form: the same text the browser compares", () => {
+    const input = { coupon: undefined, at: new Date(0), tags: new Set(['a']) };
+    expect(fingerprintRequest(path, input, superjson)).toBe(
+      fingerprintRequest(path, superjson.serialize(input)),
+    );
+    // superjson sends an undefined property, plain JSON does not: one definition decides both sides.
+    expect(canonicalWireForm({ coupon: undefined }, superjson)).not.toBe(canonicalWireForm({}, superjson));
+    expect(canonicalWireForm({ coupon: undefined })).toBe(canonicalWireForm({}));
+    expect(fingerprintRequest(path, { coupon: undefined }, superjson)).not.toBe(
+      fingerprintRequest(path, {}, superjson),
+    );
   });
 });

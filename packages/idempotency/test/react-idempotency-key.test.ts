@@ -4,8 +4,9 @@ import { act, cleanup, renderHook } from '@testing-library/react';
 import { createElement, StrictMode } from 'react';
 import { hydrateRoot } from 'react-dom/client';
 import { renderToString } from 'react-dom/server';
+import superjson from 'superjson';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type KeyValueStorage, useIdempotencyKey } from '../src/react/index.ts';
+import { jsonSerializer, type KeyValueStorage, useIdempotencyKey } from '../src/react/index.ts';
 
 afterEach(() => {
   cleanup();
@@ -118,6 +119,7 @@ describe('useIdempotencyKey', () => {
     expect(reloaded.result.current.inDoubt).toEqual({
       payload: { sku: 'TEA', quantity: 2 },
       sentAt: expect.any(Number),
+      expired: false,
     });
   });
 
@@ -145,10 +147,29 @@ describe('useIdempotencyKey', () => {
     expect(result.current.inDoubt).toBeNull();
   });
 
-  it('refuses a payload that would not survive storage (a Date through JSON)', () => {
+  it('refuses a payload that would come back as another request (a Date stored as JSON, sent by superjson)', () => {
     const { storage } = tabStorage();
-    const { result } = renderHook(() => useIdempotencyKey<{ at: Date }>('checkout', { storage }));
-    expect(() => result.current.markSent({ at: new Date() })).toThrow(/serializ/);
+    const { result } = renderHook(() =>
+      useIdempotencyKey<{ at: Date }>('checkout', {
+        storage,
+        transformer: superjson,
+        serializer: jsonSerializer,
+      }),
+    );
+    expect(() => result.current.markSent({ at: new Date() })).toThrow(/serializer/);
+  });
+
+  it("stores payloads in the transformer's wire form: a Date and an undefined property come back as sent", () => {
+    const { storage } = tabStorage();
+    const payload = { at: new Date(0), coupon: undefined };
+    const { result } = renderHook(() =>
+      useIdempotencyKey<typeof payload>('checkout', { storage, transformer: superjson }),
+    );
+    act(() => {
+      result.current.markSent(payload);
+      result.current.markInDoubt();
+    });
+    expect(result.current.inDoubt?.payload).toStrictEqual(payload);
   });
 
   it('with storage: null keeps the key in memory (stable across re-renders)', () => {

@@ -17,6 +17,7 @@ import {
   type UseIdempotentMutationOptions,
   useIdempotentMutation,
 } from '../src/react/index.ts';
+import { ALIVE_STALE_MS } from '../src/react/intent-store.ts';
 import {
   anOrder,
   createFakeShop,
@@ -214,7 +215,7 @@ describe('useIdempotentMutation', () => {
     expect(outcome).toMatchObject({ status: 'unknown', attempt: 3, maxAttempts: 3 });
     expect(outcome.error).toMatchObject({ data: { httpStatus: 503 } });
     expect(result.current.key).toBe(key);
-    expect(result.current.inDoubt).toEqual({ payload: anOrder, sentAt: expect.any(Number) });
+    expect(result.current.inDoubt).toEqual({ payload: anOrder, sentAt: expect.any(Number), expired: false });
 
     // Submitting the same payload again: the same key, a normal retry.
     const retried = await submit(result, anOrder);
@@ -318,6 +319,130 @@ describe('useIdempotentMutation', () => {
     } finally {
       warn.mockRestore();
     }
+  });
+
+  it('a fresh 422 to a re-sent attempt keeps the key (unresolved); checking again replays it and only then fails', async () => {
+    const { shop, render } = setup({ maxAttempts: 1 });
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    const { result } = render();
+    const key = result.current.key;
+    shop.faults.push('drop-request'); // never reached the server
+    expect((await submit(result, anOrder)).status).toBe('unknown');
+
+    shop.faults.push(422); // the re-send is the first time the server decides: out of stock, not a replay
+    const checked = await submit(result, anOrder);
+    expect(checked.status).toBe('unresolved');
+    expect(result.current.key).toBe(key);
+    expect(result.current.inDoubt).toMatchObject({ payload: anOrder });
+
+    const again = await submit(result, anOrder);
+    expect(again).toMatchObject({ status: 'failed', error: { message: 'Out of stock' } });
+    expect(result.current.key).not.toBe(key);
+    expect(shop.executions).toBe(0);
+    warn.mockRestore();
+  });
+
+  it('another tab waiting for the outcome: in flight elsewhere (not in doubt), reset refused there', async () => {
+    const shop = createFakeShop();
+    const releases: Array<() => void> = [];
+    const sleep = () => new Promise<void>((resolve) => releases.push(resolve));
+    const queryClient = new QueryClient();
+    const client = createTRPCClient<FakeShopRouter>({
+      links: [idempotentRetryLink({ sleep }), shop.terminatingLink()],
+    });
+    const trpc = createTRPCOptionsProxy<FakeShopRouter>({ client, queryClient });
+    const wrapper = ({ children }: { children: ReactNode }) =>
+      createElement(QueryClientProvider, { client: queryClient }, children);
+    const storage = tabStorage();
+    const tab = () =>
+      renderHook(
+        () =>
+          useIdempotentMutation((request) => trpc.checkout.placeOrder.mutationOptions(request), {
+            intentId: 'cart',
+            storage,
+          }),
+        { wrapper },
+      );
+    const paying = tab();
+    const other = tab();
+    shop.faults.push(503);
+
+    let done: Promise<unknown> = Promise.resolve();
+    act(() => {
+      done = paying.result.current.submit(anOrder);
+    });
+    await vi.waitFor(() => expect(releases).toHaveLength(1));
+    expect(other.result.current.inFlightElsewhere).toBe(true);
+    expect(other.result.current.inDoubt).toBeNull();
+    expect(paying.result.current.inFlightElsewhere).toBe(false);
+    let refused: boolean | undefined;
+    act(() => {
+      refused = other.result.current.reset();
+    });
+    expect(refused).toBe(false);
+    expect(other.result.current.key).toBe(paying.result.current.key);
+
+    await act(async () => {
+      releases[0]?.();
+      await done;
+    });
+    expect(paying.result.current.state.status).toBe('succeeded');
+    expect(other.result.current.inFlightElsewhere).toBe(false);
+    expect(other.result.current.inDoubt).toBeNull();
+    expect(shop.executions).toBe(1);
+  });
+
+  it('a sending tab gone silent (no sign of life for ALIVE_STALE_MS) leaves its attempt in doubt', () => {
+    const { render, storage } = setup();
+    const now = Date.now();
+    const record = (alive: number) =>
+      JSON.stringify({
+        v: 1,
+        key: crypto.randomUUID(),
+        createdAt: now,
+        sent: { payload: JSON.stringify(anOrder), at: now, alive },
+      });
+    storage.setItem('idem:intent:checkout', record(now));
+    const live = render();
+    expect(live.result.current).toMatchObject({ inFlightElsewhere: true, inDoubt: null });
+    live.unmount();
+
+    storage.setItem('idem:intent:checkout', record(now - ALIVE_STALE_MS - 1));
+    const silent = render();
+    expect(silent.result.current).toMatchObject({ inFlightElsewhere: false, inDoubt: { payload: anOrder } });
+  });
+
+  it('an intent dated in the future (the clock was turned back) counts as expired: checked, not re-sent', async () => {
+    const { shop, render, storage } = setup();
+    const now = Date.now();
+    storage.setItem(
+      'idem:intent:checkout',
+      JSON.stringify({
+        v: 1,
+        key: crypto.randomUUID(),
+        createdAt: now + 3_600_000,
+        sent: { payload: JSON.stringify(anOrder), at: now },
+      }),
+    );
+    const { result } = render();
+    expect(result.current.inDoubt).toMatchObject({ expired: true });
+    expect((await submit(result, anOrder)).status).toBe('expired');
+    expect(shop.requests).toHaveLength(0);
+  });
+
+  it('a sent attempt whose stored payload no longer parses is neither re-sent nor replaced: unresolved', async () => {
+    const { shop, render, storage } = setup();
+    const key = crypto.randomUUID();
+    const now = Date.now();
+    storage.setItem(
+      'idem:intent:checkout',
+      JSON.stringify({ v: 1, key, createdAt: now, sent: { payload: '{not json', at: now } }),
+    );
+    const { result } = render();
+
+    expect((await submit(result, anOrder)).status).toBe('unresolved');
+    expect(shop.requests).toHaveLength(0);
+    expect(result.current.key).toBe(key);
   });
 
   it('renders on the server without a key and without touching storage', () => {

@@ -4,8 +4,15 @@
  * storage access during render.
  */
 export type { KeyValueStorage } from './intent-store.ts';
-export { jsonSerializer, type PayloadSerializer, payloadEquals } from './payload.ts';
 export {
+  jsonSerializer,
+  type PayloadSerializer,
+  type PayloadTransformer,
+  payloadEquals,
+  transformerSerializer,
+} from './payload.ts';
+export {
+  DEFAULT_MAX_INTENT_AGE_MS,
   type IdempotencyKeyHandle,
   type InDoubtAttempt,
   type UseIdempotencyKeyOptions,

@@ -1,8 +1,9 @@
 /**
  * The persisted state of one purchase intent: its key and, while an attempt may be in flight, the payload it
- * was sent with. One record per intent in sessionStorage (`idem:intent:<intentId>`), so a reload, the back
- * button or a resubmit in the same tab finds the same key. Shared by every hook instance of the same
- * (storage, intent), with change notifications for `useSyncExternalStore`.
+ * was sent with. One record per intent in the storage the hook is given (`idem:intent:<intentId>`; default
+ * sessionStorage: per tab; the checkout passes localStorage: shared by the tabs), so a reload, the back button
+ * or a resubmit finds the same key. Shared by every hook instance of the same (storage, intent), with change
+ * notifications for `useSyncExternalStore` — also for writes by other tabs (the `storage` event).
  */
 import { isValidIdempotencyKey } from '../client/context.ts';
 import { createIdempotencyKey } from '../client/key.ts';
@@ -15,11 +16,31 @@ export interface SentAttempt {
   payload: string;
   /** When the attempt was sent (ms since the epoch). */
   at: number;
+  /**
+   * The sending tab's last sign of life while it waits for the outcome (ms since the epoch), refreshed every
+   * `ALIVE_INTERVAL_MS` and removed when that tab leaves. Recent: the attempt is in flight in some tab, not in
+   * doubt.
+   */
+  alive?: number;
+}
+
+/** How often a tab waiting for an outcome refreshes `SentAttempt.alive`. */
+export const ALIVE_INTERVAL_MS = 2_000;
+/** After this long without a sign of life, the sending tab is taken as gone and the attempt as in doubt. */
+export const ALIVE_STALE_MS = 4 * ALIVE_INTERVAL_MS;
+
+/** True while the tab that sent `sent` is still waiting for its outcome (it may be another tab). */
+export function isAlive(sent: SentAttempt | null, now = Date.now()): boolean {
+  return sent?.alive !== undefined && now - sent.alive < ALIVE_STALE_MS;
 }
 
 export interface IntentRecord {
   v: 1;
   key: string;
+  /**
+   * When the key was made, restarted when it is first sent: from then on the server may know it, and the
+   * intent's age (`maxIntentAgeMs`) counts from then.
+   */
   createdAt: number;
   /** Set before an attempt is sent, removed with the whole record when the outcome is final. */
   sent: SentAttempt | null;
@@ -66,8 +87,11 @@ export function parseRecord(raw: string | null): IntentRecord | null {
   try {
     const record = JSON.parse(raw ?? 'null') as IntentRecord | null;
     if (record?.v !== 1 || typeof record.key !== 'string' || !isValidIdempotencyKey(record.key)) return null;
+    // A record without a valid creation time is as old as can be: if it was sent, it is checked, never re-sent.
+    if (typeof record.createdAt !== 'number' || !Number.isFinite(record.createdAt)) record.createdAt = 0;
     const sent = record.sent;
     if (typeof sent?.payload !== 'string' || typeof sent.at !== 'number') record.sent = null;
+    else if (sent.alive !== undefined && typeof sent.alive !== 'number') delete sent.alive;
     return record;
   } catch {
     return null;
@@ -97,11 +121,23 @@ function createIntentStore(name: string, resolveStorage: () => KeyValueStorage):
     }
   };
 
+  const notify = () => {
+    for (const listener of listeners) listener();
+  };
+  // Another tab wrote this record (only a shared storage, such as localStorage, tells us).
+  const onStorage = (event: StorageEvent) => {
+    if (event.key === name || event.key === null) notify();
+  };
+
   const store: IntentStore = {
     subscribe(listener) {
+      if (listeners.size === 0 && typeof window !== 'undefined')
+        window.addEventListener('storage', onStorage);
       listeners.add(listener);
       return () => {
         listeners.delete(listener);
+        if (listeners.size === 0 && typeof window !== 'undefined')
+          window.removeEventListener('storage', onStorage);
       };
     },
     read: () => withStorage((target) => target.getItem(name)),
@@ -109,7 +145,7 @@ function createIntentStore(name: string, resolveStorage: () => KeyValueStorage):
       withStorage((target) =>
         record ? target.setItem(name, JSON.stringify(record)) : target.removeItem(name),
       );
-      for (const listener of listeners) listener();
+      notify();
     },
     ensure() {
       let record = parseRecord(store.read());
@@ -150,4 +186,26 @@ export function getIntentStore(intentId: string, storage: KeyValueStorage | null
     byIntent.set(intentId, store);
   }
   return store;
+}
+
+/**
+ * While this tab waits for the outcome of the attempt sent under `key`, keeps its `alive` mark fresh, so other
+ * tabs sharing the storage show the payment as in flight rather than in doubt; the mark is removed when the
+ * page goes away (a reload then shows the attempt in doubt at once) and when the returned `stop` is called.
+ */
+export function keepAlive(store: IntentStore, key: string): () => void {
+  const mark = (alive: number | undefined) => {
+    const record = parseRecord(store.read());
+    if (record?.key !== key || !record.sent) return;
+    const { alive: _previous, ...sent } = record.sent;
+    store.write({ ...record, sent: alive === undefined ? sent : { ...sent, alive } });
+  };
+  const timer = setInterval(() => mark(Date.now()), ALIVE_INTERVAL_MS);
+  const onPageHide = () => mark(undefined);
+  if (typeof window !== 'undefined') window.addEventListener('pagehide', onPageHide);
+  return () => {
+    clearInterval(timer);
+    if (typeof window !== 'undefined') window.removeEventListener('pagehide', onPageHide);
+    mark(undefined);
+  };
 }

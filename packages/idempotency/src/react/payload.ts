@@ -1,6 +1,10 @@
-/** How a sent payload is persisted with its key, and when two payloads are "the same purchase". */
+/**
+ * How a sent payload is persisted with its key, and when two payloads are "the same purchase": exactly when the
+ * server would give them the same fingerprint — their canonical wire forms (`core/wire-form.ts`) are equal.
+ */
+import { canonicalWireForm, plainJsonWire, type WireTransformer } from '../core/wire-form.ts';
 
-/** Turns a payload into text and back. Default JSON; pass `superjson` when the input holds Dates, Maps, … */
+/** Turns a payload into text and back. */
 export interface PayloadSerializer {
   stringify(value: unknown): string;
   parse(text: string): unknown;
@@ -11,48 +15,47 @@ export const jsonSerializer: PayloadSerializer = {
   parse: (text) => JSON.parse(text),
 };
 
-/** A plain object's entries, a property set to `undefined` counting as absent (as it does on the wire). */
-const definedEntries = (value: object) => Object.entries(value).filter(([, item]) => item !== undefined);
-
 /**
- * Structural equality of two payloads: plain objects (a property set to `undefined` counts as absent, as it
- * does on the wire), arrays, Dates (by time), Maps, Sets, primitives (`Object.is`). Class instances of
- * different prototypes are different.
+ * The tRPC client's transformer (the one its links send with, e.g. `superjson`): it defines the wire form, and
+ * with `deserialize` the hook stores payloads in that form, so a stored payload re-sends the same request.
  */
-export function payloadEquals(a: unknown, b: unknown): boolean {
-  if (Object.is(a, b)) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return false;
-  if (a instanceof Date) return a.getTime() === (b as Date).getTime();
-  if (Array.isArray(a)) {
-    const other = b as unknown[];
-    return a.length === other.length && a.every((item, index) => payloadEquals(item, other[index]));
-  }
-  if (a instanceof Set) {
-    const other = [...(b as Set<unknown>)];
-    return (
-      a.size === other.length &&
-      [...a].every((item) => other.some((candidate) => payloadEquals(item, candidate)))
-    );
-  }
-  // Maps by their entries, other objects by their defined properties: same keys, equal values.
-  const left = a instanceof Map ? [...a] : definedEntries(a);
-  const right = new Map(a instanceof Map ? (b as Map<unknown, unknown>) : definedEntries(b));
-  return (
-    left.length === right.size &&
-    left.every(([key, value]) => right.has(key) && payloadEquals(value, right.get(key)))
-  );
+export interface PayloadTransformer extends WireTransformer {
+  deserialize(value: unknown): unknown;
+}
+
+/** Stores a payload as the transformer's wire form (JSON text) and reads it back through the transformer. */
+export function transformerSerializer(transformer: PayloadTransformer): PayloadSerializer {
+  return {
+    stringify: (value) => JSON.stringify(transformer.serialize(value)),
+    parse: (text) => transformer.deserialize(JSON.parse(text)),
+  };
 }
 
 /**
- * The payload as text, after checking that it survives the round trip: a payload that comes back different
- * (a Date through JSON becomes a string) would be re-sent as something else after a reload — the server would
- * answer 422, and the in-doubt attempt could not be resolved.
+ * True when `a` and `b` are the same request on the wire under `transformer` (default: plain JSON), i.e. the
+ * server fingerprints them alike. Object key order never matters; an `undefined` property matters exactly when
+ * the transformer sends it (superjson does, plain JSON does not). Throws a TypeError for a payload that has no
+ * JSON form.
  */
-export function serializePayload(serializer: PayloadSerializer, payload: unknown): string {
+export function payloadEquals(a: unknown, b: unknown, transformer: WireTransformer = plainJsonWire): boolean {
+  return canonicalWireForm(a, transformer) === canonicalWireForm(b, transformer);
+}
+
+/**
+ * The payload as text, after checking that it survives the round trip: a payload that comes back as another
+ * request (a Date through plain JSON becomes a string; an `undefined` property through JSON disappears while
+ * superjson sends it) would be re-sent as something else after a reload, and the server would answer 422.
+ */
+export function serializePayload(
+  serializer: PayloadSerializer,
+  payload: unknown,
+  transformer: WireTransformer = plainJsonWire,
+): string {
   const text = serializer.stringify(payload);
-  if (!payloadEquals(serializer.parse(text), payload)) {
-    throw new TypeError('The payload does not survive `serializer` (a Date through JSON?)');
+  if (!payloadEquals(serializer.parse(text), payload, transformer)) {
+    throw new TypeError(
+      'The payload does not survive `serializer`: stored and read back it is another request on the wire',
+    );
   }
   return text;
 }

@@ -1,6 +1,25 @@
 import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
-import { getIntentStore, type KeyValueStorage, parseRecord } from './intent-store.ts';
-import { jsonSerializer, type PayloadSerializer, serializePayload } from './payload.ts';
+import { plainJsonWire } from '../core/wire-form.ts';
+import {
+  ALIVE_STALE_MS,
+  getIntentStore,
+  isAlive,
+  type KeyValueStorage,
+  parseRecord,
+} from './intent-store.ts';
+import {
+  jsonSerializer,
+  type PayloadSerializer,
+  type PayloadTransformer,
+  serializePayload,
+  transformerSerializer,
+} from './payload.ts';
+
+/**
+ * How long an intent's key may be re-sent, from its first send: 12 h, half the server's default key retention
+ * (`retentionSeconds`, 24 h), so a re-sent key is always one the server still remembers.
+ */
+export const DEFAULT_MAX_INTENT_AGE_MS = 12 * 60 * 60 * 1000;
 
 export interface UseIdempotencyKeyOptions {
   /**
@@ -9,8 +28,19 @@ export interface UseIdempotencyKeyOptions {
    * Falls back to memory when storage is blocked or full.
    */
   storage?: KeyValueStorage | null;
-  /** How a sent payload is persisted. Default JSON; pass `superjson` if the input holds Dates, Maps, … */
+  /**
+   * The tRPC client's transformer, the one its links send with (`superjson`). It defines when two payloads are
+   * the same request — as the server's fingerprint does — and how payloads are stored. Default: plain JSON.
+   */
+  transformer?: PayloadTransformer;
+  /** How a sent payload is persisted. Default: as the transformer's wire form (plain JSON without one). */
   serializer?: PayloadSerializer;
+  /**
+   * How long after its first send an unresolved intent may still be re-sent. Past it the attempt is reported
+   * `expired` and never re-sent: the server may have forgotten the key, and a re-send could run as new. Keep it
+   * below the server's key retention. Default `DEFAULT_MAX_INTENT_AGE_MS` (12 h).
+   */
+  maxIntentAgeMs?: number;
 }
 
 /** An attempt that was sent and never resolved: the page reloaded mid-request, or retries ran out. */
@@ -18,6 +48,11 @@ export interface InDoubtAttempt<TPayload> {
   payload: TPayload;
   /** When it was sent (ms since the epoch). */
   sentAt: number;
+  /**
+   * Older than `maxIntentAgeMs`: it is not re-sent. Ask the server what became of it (its key and `payload`
+   * name the order), then let the user start over.
+   */
+  expired: boolean;
 }
 
 export interface IdempotencyKeyHandle<TPayload> {
@@ -29,6 +64,8 @@ export interface IdempotencyKeyHandle<TPayload> {
   key: string | null;
   /** An earlier attempt of this intent that may or may not have gone through, else null. */
   inDoubt: InDoubtAttempt<TPayload> | null;
+  /** Another tab sharing the storage is waiting for the outcome of this intent's attempt right now. */
+  inFlightElsewhere: boolean;
   /**
    * Call right before sending an attempt with `payload`: persists it with the key (so a reload mid-request
    * shows it as `inDoubt`) and returns the key to send. Throws if the payload does not survive `serializer`.
@@ -49,6 +86,36 @@ export interface IdempotencyKeyHandle<TPayload> {
 }
 
 const serverSnapshot = () => null;
+/** setTimeout's longest delay (about 24.8 days); a later deadline is re-armed when that one fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** @internal The options with their defaults applied. */
+export interface IntentSettings {
+  transformer: PayloadTransformer | undefined;
+  serializer: PayloadSerializer;
+  maxIntentAgeMs: number;
+}
+
+function resolveSettings(options: UseIdempotencyKeyOptions): IntentSettings {
+  const maxIntentAgeMs = options.maxIntentAgeMs ?? DEFAULT_MAX_INTENT_AGE_MS;
+  if (!(maxIntentAgeMs > 0)) throw new RangeError('maxIntentAgeMs must be a positive number of milliseconds');
+  const { transformer } = options;
+  const serializer =
+    options.serializer ?? (transformer ? transformerSerializer(transformer) : jsonSerializer);
+  return { transformer, serializer, maxIntentAgeMs };
+}
+
+/** A record dated further ahead than this was written under another clock: its age is unknown. */
+const CLOCK_SLACK_MS = 5 * 60 * 1000;
+
+/**
+ * True once an intent first sent at `createdAt` may no longer be re-sent — also when `createdAt` lies in the
+ * future (the clock was turned back): an age that cannot be known is treated as too old, so it is checked.
+ */
+export function isIntentExpired(createdAt: number, settings: IntentSettings, now = Date.now()): boolean {
+  const age = now - createdAt;
+  return age >= settings.maxIntentAgeMs || age < -CLOCK_SLACK_MS;
+}
 
 /**
  * @internal The state both hooks share: the intent's store and record, and what this hook instance has in
@@ -57,30 +124,59 @@ const serverSnapshot = () => null;
  */
 export function useIntent<TPayload>(intentId: string, options: UseIdempotencyKeyOptions = {}) {
   const store = getIntentStore(intentId, options.storage);
-  const serializerRef = useRef(options.serializer ?? jsonSerializer);
-  serializerRef.current = options.serializer ?? jsonSerializer;
+  const settings = resolveSettings(options);
+  const settingsRef = useRef(settings);
+  settingsRef.current = settings;
   // The stored text is the snapshot (the same string until it changes); parsed once per change.
   const raw = useSyncExternalStore(store.subscribe, store.read, serverSnapshot);
   const record = useMemo(() => parseRecord(raw), [raw]);
   // The key of an attempt THIS hook instance has in flight: its `sent` payload is not in doubt (yet).
   const [inFlightKey, setInFlightKey] = useState<string | null>(null);
+  // Bumped when a time-based fact changes (another tab's attempt goes quiet, an intent expires).
+  const [clock, setClock] = useState(0);
 
   // Create the key after mount (never during render: no storage on the server, no hydration mismatch).
   useEffect(() => {
     if (record === null) store.ensure();
   }, [store, record]);
 
-  const inDoubt = useMemo((): InDoubtAttempt<TPayload> | null => {
-    const sent = record?.sent;
-    if (!sent || record.key === inFlightKey) return null;
+  const { maxIntentAgeMs } = settings;
+  const seen = useMemo(() => {
+    // Re-evaluated on each `clock` tick: what is alive or expired depends on the time, not only the record.
+    void clock;
+    const sent = record?.sent ?? null;
+    const none = { inDoubt: null, inFlightElsewhere: false, changesAt: null };
+    if (!record || !sent || record.key === inFlightKey) return none;
+    const now = Date.now();
+    // Another tab is still waiting for this attempt's outcome: in flight, not in doubt.
+    if (isAlive(sent, now))
+      return { ...none, inFlightElsewhere: true, changesAt: (sent.alive ?? now) + ALIVE_STALE_MS };
+    const expiresAt = record.createdAt + maxIntentAgeMs;
     try {
-      return { payload: serializerRef.current.parse(sent.payload) as TPayload, sentAt: sent.at };
+      const payload = settingsRef.current.serializer.parse(sent.payload) as TPayload;
+      const expired = isIntentExpired(record.createdAt, settingsRef.current, now);
+      const inDoubt: InDoubtAttempt<TPayload> = { payload, sentAt: sent.at, expired };
+      return { inDoubt, inFlightElsewhere: false, changesAt: inDoubt.expired ? null : expiresAt };
     } catch {
-      return null;
+      return none;
     }
-  }, [record, inFlightKey]);
+  }, [record, inFlightKey, clock, maxIntentAgeMs]);
 
-  return { store, record, inDoubt, serializerRef, setInFlightKey };
+  useEffect(() => {
+    if (seen.changesAt === null) return;
+    const delay = Math.min(Math.max(0, seen.changesAt - Date.now()) + 10, MAX_TIMER_MS);
+    const timer = setTimeout(() => setClock((tick) => tick + 1), delay);
+    return () => clearTimeout(timer);
+  }, [seen.changesAt]);
+
+  return {
+    store,
+    record,
+    inDoubt: seen.inDoubt,
+    inFlightElsewhere: seen.inFlightElsewhere,
+    settingsRef,
+    setInFlightKey,
+  };
 }
 
 /**
@@ -92,15 +188,24 @@ export function useIdempotencyKey<TPayload = unknown>(
   intentId: string,
   options?: UseIdempotencyKeyOptions,
 ): IdempotencyKeyHandle<TPayload> {
-  const { store, record, inDoubt, serializerRef, setInFlightKey } = useIntent<TPayload>(intentId, options);
+  const { store, record, inDoubt, inFlightElsewhere, settingsRef, setInFlightKey } = useIntent<TPayload>(
+    intentId,
+    options,
+  );
 
   // Stable for a given store, like the store itself.
   const actions = useMemo(
-    (): Omit<IdempotencyKeyHandle<TPayload>, 'key' | 'inDoubt'> => ({
+    (): Omit<IdempotencyKeyHandle<TPayload>, 'key' | 'inDoubt' | 'inFlightElsewhere'> => ({
       markSent(payload) {
         const record = store.ensure();
-        const sent = { payload: serializePayload(serializerRef.current, payload), at: Date.now() };
-        store.write({ ...record, sent });
+        const { serializer, transformer } = settingsRef.current;
+        const now = Date.now();
+        const sent = {
+          payload: serializePayload(serializer, payload, transformer ?? plainJsonWire),
+          at: now,
+        };
+        // The intent's age counts from its first send.
+        store.write({ ...record, createdAt: record.sent ? record.createdAt : now, sent });
         setInFlightKey(record.key);
         return record.key;
       },
@@ -115,8 +220,11 @@ export function useIdempotencyKey<TPayload = unknown>(
         setInFlightKey(null);
       },
     }),
-    [store, serializerRef, setInFlightKey],
+    [store, settingsRef, setInFlightKey],
   );
 
-  return useMemo(() => ({ key: record?.key ?? null, inDoubt, ...actions }), [record, inDoubt, actions]);
+  return useMemo(
+    () => ({ key: record?.key ?? null, inDoubt, inFlightElsewhere, ...actions }),
+    [record, inDoubt, inFlightElsewhere, actions],
+  );
 }

@@ -15,15 +15,26 @@
  * `state.input` = the original payload). Only after that may the UI start a new purchase, and only with the
  * user's consent, through `reset()` (a new key). Sending the edited payload under the old key would be
  * rejected (422), and under a new key could buy twice.
+ *
+ * An unresolved intent's key is never given up silently: a 422 to a re-sent attempt that is not a replay
+ * (the server holds another payload under the key) leaves the key and the payload in place ('unresolved');
+ * an attempt older than `maxIntentAgeMs` is not re-sent at all ('expired'); while another tab sharing the
+ * storage waits for the intent's outcome, `reset()` is refused.
  */
 import { type UseMutationOptions, useMutation } from '@tanstack/react-query';
 import { useCallback, useMemo, useState } from 'react';
 import { DEFAULT_MAX_ATTEMPTS } from '../client/constants.ts';
 import type { IdempotencyContext, IdempotencyEvent } from '../client/context.ts';
-import { isAbortError, retryReasonOf } from '../client/retry-policy.ts';
-import type { KeyValueStorage } from './intent-store.ts';
+import { httpStatusOf, isAbortError, retryReasonOf } from '../client/retry-policy.ts';
+import { plainJsonWire } from '../core/wire-form.ts';
+import { isAlive, keepAlive, parseRecord } from './intent-store.ts';
 import { type PayloadSerializer, payloadEquals, serializePayload } from './payload.ts';
-import { type InDoubtAttempt, useIntent } from './use-idempotency-key.ts';
+import {
+  type InDoubtAttempt,
+  isIntentExpired,
+  type UseIdempotencyKeyOptions,
+  useIntent,
+} from './use-idempotency-key.ts';
 
 /** What the hook passes to your `mutationOptions` call: spread it into `trpc.x.mutationOptions({ ... })`. */
 export type IdempotentRequestOptions = { trpc: { context: IdempotencyContext } };
@@ -41,7 +52,18 @@ export type IdempotentMutationStatus =
   /** A final, deterministic error (validation, declined, out of stock, …). The key is retired. */
   | 'failed'
   /** Retries exhausted on a retryable failure: the outcome is unknown. The key is kept; `inDoubt` is set. */
-  | 'unknown';
+  | 'unknown'
+  /**
+   * A re-sent attempt got a 422 that is not a replay: the server holds another payload under this key, so what
+   * became of the intent is still unknown here (also, without sending, when the stored payload of the sent
+   * attempt cannot be read back). The key and the payload are kept; only `reset()` gives a new key.
+   */
+  | 'unresolved'
+  /**
+   * Not sent: the in-doubt attempt is older than `maxIntentAgeMs`. Ask the server what became of it (the key
+   * and `state.input`), then `reset()`.
+   */
+  | 'expired';
 
 export interface IdempotentMutationState<TData, TError, TVariables> {
   status: IdempotentMutationStatus;
@@ -57,13 +79,10 @@ export interface IdempotentMutationState<TData, TError, TVariables> {
   recoveredInDoubt: boolean;
 }
 
-export interface UseIdempotentMutationOptions {
+/** `storage`, `transformer`, `serializer`, `maxIntentAgeMs`: see `useIdempotencyKey`. */
+export interface UseIdempotentMutationOptions extends UseIdempotencyKeyOptions {
   /** Names the purchase intent; its key lives in storage under `idem:intent:<intentId>`. */
   intentId: string;
-  /** See `useIdempotencyKey`. Default `window.sessionStorage`. */
-  storage?: KeyValueStorage | null;
-  /** See `useIdempotencyKey`. Default JSON. */
-  serializer?: PayloadSerializer;
 }
 
 export interface UseIdempotentMutationResult<TData, TError, TVariables> {
@@ -79,10 +98,40 @@ export interface UseIdempotentMutationResult<TData, TError, TVariables> {
   key: string | null;
   inDoubt: InDoubtAttempt<TVariables> | null;
   /**
+   * Another tab sharing the storage is waiting for this intent's outcome. Do not offer a new purchase: a
+   * `submit` here joins that payment (same key), and `reset()` is refused until it is over.
+   */
+  inFlightElsewhere: boolean;
+  /**
    * The user starts a new purchase: a new key (even if an attempt is in doubt) and an idle state. Refused
-   * (returns false) while an attempt is in flight — wait for its outcome.
+   * (returns false) while an attempt is in flight, in this tab or another — wait for its outcome.
    */
   reset(): boolean;
+}
+
+/**
+ * The status a failed submission ends in. `resentNotReplayed`: the key had been sent before this submission and
+ * the server's answer was not a replay — then a 422 means the key holds another payload (or a first, fresh
+ * decision that a re-send will replay), and the intent stays unresolved rather than losing its key.
+ */
+function failureStatus(error: unknown, resentNotReplayed: boolean): IdempotentMutationStatus {
+  if (isAbortError(error) || retryReasonOf(error)) return 'unknown';
+  if (resentNotReplayed && httpStatusOf(error) === 422) return 'unresolved';
+  return 'failed';
+}
+
+const UNREADABLE = Symbol('unreadable payload');
+
+/** The stored payload of a sent attempt, or UNREADABLE when the stored text no longer parses. */
+function readSentPayload<TPayload>(
+  serializer: PayloadSerializer,
+  text: string,
+): TPayload | typeof UNREADABLE {
+  try {
+    return serializer.parse(text) as TPayload;
+  } catch {
+    return UNREADABLE;
+  }
 }
 
 function idleState<TData, TError, TVariables>(): IdempotentMutationState<TData, TError, TVariables> {
@@ -110,7 +159,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
   options: UseIdempotentMutationOptions,
 ): UseIdempotentMutationResult<TData, TError, TVariables> {
   type State = IdempotentMutationState<TData, TError, TVariables>;
-  const { store, record, inDoubt, serializerRef, setInFlightKey } = useIntent<TVariables>(
+  const { store, record, inDoubt, inFlightElsewhere, settingsRef, setInFlightKey } = useIntent<TVariables>(
     options.intentId,
     options,
   );
@@ -128,6 +177,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
     /** As the link last reported it. */
     maxAttempts: DEFAULT_MAX_ATTEMPTS,
     warned: false,
+    warnedTransformer: false,
   }));
 
   const mutation = useMutation<TData, TError, TVariables, TOnMutateResult>({
@@ -153,19 +203,44 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
 
       const record = store.ensure();
       const key = record.key;
-      // Nothing of this instance is in flight, so a recorded `sent` payload is in doubt: a different `input`
-      // is not sent, the original is (see the module comment).
-      const original = record.sent && (serializerRef.current.parse(record.sent.payload) as TVariables);
-      const recoveredInDoubt = !!record.sent && !payloadEquals(original, input);
-      const payload = recoveredInDoubt ? (original as TVariables) : input;
+      const settings = settingsRef.current;
+      const transformer = settings.transformer ?? plainJsonWire;
+      // Nothing of this instance is in flight, so a recorded `sent` payload is in doubt (or another tab's, in
+      // flight): this submission re-sends it. A different `input` is not sent, the original is (see the module
+      // comment) — "different" as the server's fingerprint sees it.
+      const resent = record.sent !== null;
+      let payload: TVariables;
+      let recoveredInDoubt: boolean;
       try {
+        const original = record.sent && readSentPayload<TVariables>(settings.serializer, record.sent.payload);
+        if (original === UNREADABLE) {
+          // What was sent under this key cannot be read back (storage altered): never re-sent, never replaced.
+          const unreadable: State = { ...idleState(), status: 'unresolved' };
+          setState(unreadable);
+          return Promise.resolve(unreadable);
+        }
+        recoveredInDoubt = resent && !payloadEquals(original, input, transformer);
+        payload = recoveredInDoubt ? (original as TVariables) : input;
+        if (resent && isIntentExpired(record.createdAt, settings)) {
+          // Too old to re-send: the server may have forgotten the key. The form asks what became of it.
+          const expired: State = { ...idleState(), status: 'expired', input: original as TVariables };
+          setState(expired);
+          return Promise.resolve(expired);
+        }
         // Persist BEFORE sending: if the page dies once the request has left, the reload knows it is in doubt.
-        const sent = { payload: serializePayload(serializerRef.current, payload), at: Date.now() };
-        store.write({ ...record, sent });
+        const now = Date.now();
+        const sent = {
+          payload: serializePayload(settings.serializer, payload, transformer),
+          at: now,
+          alive: now,
+        };
+        // The intent's age counts from its first send.
+        store.write({ ...record, createdAt: resent ? record.createdAt : now, sent });
         setInFlightKey(key);
       } catch (error) {
         return Promise.reject(error);
       }
+      const stopKeepAlive = keepAlive(store, key);
 
       let replayed = false;
       let linkSeen = false;
@@ -194,7 +269,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
         } else if (event.type === 'retrying') {
           retryableError = event.error as TError;
           show('retrying');
-        } else if (event.ok) {
+        } else {
           replayed = event.replayed;
         }
       };
@@ -202,21 +277,28 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
       show('sending');
 
       const settle = (status: IdempotentMutationStatus, data: TData | undefined, error: TError | null) => {
-        // 'unknown': retries ran out on a failure that may or may not have reached the server, so the key and
-        // payload stay (in doubt). Any other answer is definite: a new intent next.
-        if (status !== 'unknown') store.retire(key);
+        stopKeepAlive();
+        // 'unknown': retries ran out on a failure that may or may not have reached the server; 'unresolved':
+        // the server holds another payload under the key. Both keep the key and payload (in doubt). Any other
+        // answer is definite: a new intent next.
+        if (status !== 'unknown' && status !== 'unresolved') store.retire(key);
         setInFlightKey(null);
         if (!linkSeen && !self.warned) {
           self.warned = true;
           console.warn('useIdempotentMutation: no idempotentRetryLink() in the tRPC client');
+        }
+        if (status === 'unresolved' && !settings.transformer && !self.warnedTransformer) {
+          self.warnedTransformer = true;
+          console.warn(
+            'useIdempotentMutation: a re-sent payload got 422. If the tRPC links use a transformer, pass it as `transformer`.',
+          );
         }
         return show(status, data, error);
       };
       const tracked = mutateAsync(payload)
         .then(
           (data) => settle(replayed ? 'replayed' : 'succeeded', data, null),
-          (error: TError) =>
-            settle(isAbortError(error) || retryReasonOf(error) ? 'unknown' : 'failed', undefined, error),
+          (error: TError) => settle(failureStatus(error, resent && !replayed), undefined, error),
         )
         .finally(() => {
           if (self.inFlight === tracked) self.inFlight = null;
@@ -224,11 +306,12 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
       self.inFlight = tracked;
       return tracked;
     },
-    [store, serializerRef, setInFlightKey, mutateAsync, self],
+    [store, settingsRef, setInFlightKey, mutateAsync, self],
   );
 
   const reset = useCallback((): boolean => {
-    if (self.inFlight) return false;
+    // Another tab waiting for this intent's outcome: a new key here could pay for the same cart twice.
+    if (self.inFlight || isAlive(parseRecord(store.read())?.sent ?? null)) return false;
     store.replace();
     setInFlightKey(null);
     mutation.reset();
@@ -236,5 +319,8 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
     return true;
   }, [store, setInFlightKey, mutation.reset, self]);
 
-  return useMemo(() => ({ submit, state, key, inDoubt, reset }), [submit, state, key, inDoubt, reset]);
+  return useMemo(
+    () => ({ submit, state, key, inDoubt, inFlightElsewhere, reset }),
+    [submit, state, key, inDoubt, inFlightElsewhere, reset],
+  );
 }

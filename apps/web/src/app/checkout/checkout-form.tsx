@@ -1,14 +1,16 @@
 'use client';
 
 import { useIdempotentMutation } from '@idem/idempotency/react';
+import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { useRouter } from 'next/navigation';
 import { type FormEvent, useEffect, useState } from 'react';
+import superjson from 'superjson';
 import { usePricedCart } from '~/components/use-priced-cart';
 import { formatMoney } from '~/lib/money';
 import { type PlaceOrderInput, placeOrderInput, TEST_CARD_TOKENS } from '~/lib/schemas';
 import { useTRPC, useTRPCClient } from '~/trpc/react';
-import { PaymentStatus } from './payment-status';
+import { type IntentOutcome, PaymentStatus } from './payment-status';
 import { forgetPlacedOrder, rememberPlacedOrder, usePlacedOrder } from './placed-order';
 
 /**
@@ -25,7 +27,14 @@ const intentStorage = () => (typeof window === 'undefined' ? null : window.local
  */
 const KEY_PER_REQUEST_FLAG = 'idem:test:key-per-request';
 
-export function CheckoutForm() {
+const HOUR_MS = 3_600_000;
+
+export function CheckoutForm({
+  browserIntentHours,
+}: {
+  /** How long an unresolved payment is re-sent; past it the form asks the server what became of it. */
+  browserIntentHours: number;
+}) {
   const trpc = useTRPC();
   const trpcClient = useTRPCClient();
   const router = useRouter();
@@ -45,8 +54,15 @@ export function CheckoutForm() {
           router.push(`/orders/${order.id}?placed=1`);
         },
       }),
-    { intentId: CHECKOUT_INTENT, storage: intentStorage() },
+    {
+      intentId: CHECKOUT_INTENT,
+      storage: intentStorage(),
+      // The links' transformer: the hook then means by "the same payment" exactly what the server does.
+      transformer: superjson,
+      maxIntentAgeMs: browserIntentHours * HOUR_MS,
+    },
   );
+  const intentCheck = useUnsentIntentCheck(pay);
 
   // Filling the form again after a reload that interrupted a payment: show what was being paid.
   const inDoubtEmail = pay.inDoubt?.payload.email;
@@ -110,6 +126,9 @@ export function CheckoutForm() {
   const { status } = pay.state;
   const busy =
     status === 'sending' || status === 'retrying' || status === 'succeeded' || status === 'replayed';
+  // Too old to re-send: the only way on is "start a new purchase", once the customer has seen what happened.
+  const expired = intentCheck?.reason === 'expired';
+  const announced = pay.inFlightElsewhere ? 'in-other-tab' : expired ? 'expired' : status;
   const errorMessage =
     formError ?? (status === 'failed' ? (pay.state.error?.message ?? 'Payment failed.') : null);
 
@@ -122,12 +141,25 @@ export function CheckoutForm() {
         aria-busy={busy}
       >
         <h1 className="text-2xl font-semibold">Checkout</h1>
-        {(pay.inDoubt || status === 'unknown') && (
-          <PaymentStatus.InDoubt
+        {pay.inFlightElsewhere ? (
+          <PaymentStatus.InOtherTab />
+        ) : intentCheck?.reason === 'expired' ? (
+          <PaymentStatus.Expired outcome={intentCheck.outcome} onStartOver={() => pay.reset()} />
+        ) : intentCheck?.reason === 'unresolved' ? (
+          <PaymentStatus.StillChecking
+            outcome={intentCheck.outcome}
             busy={busy}
             onCheck={() => void pay.submit(pay.inDoubt?.payload ?? (pay.state.input as PlaceOrderInput))}
             onStartOver={() => pay.reset()}
           />
+        ) : (
+          (pay.inDoubt || status === 'unknown') && (
+            <PaymentStatus.InDoubt
+              busy={busy}
+              onCheck={() => void pay.submit(pay.inDoubt?.payload ?? (pay.state.input as PlaceOrderInput))}
+              onStartOver={() => pay.reset()}
+            />
+          )
         )}
         <fieldset disabled={busy} className="mt-6 space-y-5">
           <div>
@@ -179,13 +211,13 @@ export function CheckoutForm() {
         )}
         <button
           type="submit"
-          disabled={busy}
+          disabled={busy || expired}
           className="mt-6 w-full rounded-lg bg-brand-600 px-4 py-3 font-medium text-white hover:bg-brand-700 disabled:cursor-wait disabled:bg-brand-600/60"
         >
           <PaymentStatus.ButtonLabel state={pay.state} total={formatMoney(subtotalCents, currency)} />
         </button>
         <p className="sr-only" role="status" data-testid="payment-status">
-          {status}
+          {announced}
         </p>
       </form>
       <aside className="h-fit rounded-2xl border border-stone-200 bg-white p-6">
@@ -207,4 +239,39 @@ export function CheckoutForm() {
       </aside>
     </div>
   );
+}
+
+/**
+ * For a payment this form will not simply re-send — too old (`inDoubt.expired`, or a submit that ended
+ * `expired`) or unresolved (the server holds another payment under its key) — asks the server which order that
+ * intent made, by its key and the payload it was sent with, and nothing else. Null for any other payment.
+ */
+function useUnsentIntentCheck(pay: {
+  key: string | null;
+  inDoubt: { payload: PlaceOrderInput; expired: boolean } | null;
+  state: { status: string; input: PlaceOrderInput | undefined };
+}): { reason: 'expired' | 'unresolved'; outcome: IntentOutcome } | null {
+  const trpc = useTRPC();
+  const reason =
+    pay.inDoubt?.expired === true || pay.state.status === 'expired'
+      ? 'expired'
+      : pay.state.status === 'unresolved'
+        ? 'unresolved'
+        : null;
+  const payload = pay.inDoubt?.payload ?? pay.state.input;
+  const lookup = useQuery({
+    ...trpc.orders.forIntent.queryOptions({ key: pay.key ?? '', payload }),
+    // Without a readable payload, the key alone can still name the order (the server's stored fingerprint).
+    enabled: reason !== null && pay.key !== null,
+    staleTime: Number.POSITIVE_INFINITY,
+  });
+  if (!reason) return null;
+  if (lookup.isError)
+    return {
+      reason,
+      outcome: { kind: 'error', message: 'We could not check your order right now. Reload to try again.' },
+    };
+  if (!lookup.data) return { reason, outcome: { kind: 'checking' } };
+  const { order } = lookup.data;
+  return { reason, outcome: order ? { kind: 'order', orderId: order.id } : { kind: 'none' } };
 }

@@ -1,4 +1,5 @@
 import type { IdempotentMutationState } from '@idem/idempotency/react';
+import Link from 'next/link';
 
 /** What the Pay button says in each state of the payment. */
 function ButtonLabel({
@@ -71,4 +72,136 @@ function InDoubt({
   );
 }
 
-export const PaymentStatus = { ButtonLabel, InDoubt };
+/**
+ * The server holds another payment under this intent's key (a 422 to the re-sent attempt): what became of it is
+ * still being worked out. The key is kept, so nothing here can charge a second time; starting over is the
+ * customer's explicit choice, after looking at their orders.
+ */
+function StillChecking({
+  outcome,
+  busy,
+  onCheck,
+  onStartOver,
+}: {
+  outcome: IntentOutcome;
+  busy: boolean;
+  onCheck: () => void;
+  onStartOver: () => void;
+}) {
+  return (
+    <div
+      role="alert"
+      data-testid="payment-still-checking"
+      className="mt-4 rounded-lg border border-amber-300 bg-amber-50 p-4 text-sm"
+    >
+      <p className="font-medium text-amber-900">This payment is still being checked.</p>
+      <p className="mt-1 text-amber-900">
+        We could not match it with what we have on record yet. You will not be charged again from this page.
+        Look at{' '}
+        <Link href="/orders" className="underline">
+          your orders
+        </Link>{' '}
+        before starting a new purchase.
+      </p>
+      {outcome.kind === 'order' && (
+        <p className="mt-1 text-amber-900" data-testid="unresolved-intent-order">
+          It placed an order:{' '}
+          <Link href={`/orders/${outcome.orderId}`} className="font-medium underline">
+            view your order
+          </Link>
+          .
+        </p>
+      )}
+      <div className="mt-3 flex flex-wrap gap-3">
+        <button
+          type="button"
+          disabled={busy}
+          onClick={onCheck}
+          className="rounded-lg bg-amber-600 px-3 py-2 font-medium text-white hover:bg-amber-700 disabled:opacity-60"
+        >
+          Check again
+        </button>
+        <button
+          type="button"
+          disabled={busy}
+          onClick={onStartOver}
+          className="rounded-lg border border-amber-400 px-3 py-2 font-medium text-amber-900 hover:bg-amber-100 disabled:opacity-60"
+        >
+          Start a new purchase
+        </button>
+      </div>
+    </div>
+  );
+}
+
+/** What the server says became of an intent too old to re-send. */
+export type IntentOutcome =
+  | { kind: 'checking' }
+  | { kind: 'order'; orderId: string }
+  | { kind: 'none' }
+  | { kind: 'error'; message: string };
+
+/**
+ * The unresolved payment is older than the browser keeps re-sending it: it is never re-sent. The server is asked
+ * which order (if any) it made; the customer sees that order, or that none was placed, and may start over.
+ */
+function Expired({ outcome, onStartOver }: { outcome: IntentOutcome; onStartOver: () => void }) {
+  return (
+    <div
+      role="alert"
+      data-testid="payment-expired"
+      className="mt-4 rounded-lg border border-amber-300 bg-amber-50 p-4 text-sm"
+    >
+      <p className="font-medium text-amber-900">Your last payment attempt is too old to retry.</p>
+      {outcome.kind === 'checking' && (
+        <p className="mt-1 text-amber-900">Checking what happened to your order…</p>
+      )}
+      {outcome.kind === 'order' && (
+        <p className="mt-1 text-amber-900" data-testid="expired-intent-order">
+          It placed an order:{' '}
+          <Link href={`/orders/${outcome.orderId}`} className="font-medium underline">
+            view your order
+          </Link>
+          .
+        </p>
+      )}
+      {outcome.kind === 'none' && (
+        <p className="mt-1 text-amber-900" data-testid="expired-intent-no-order">
+          No order was placed for it, and you were not charged.
+        </p>
+      )}
+      {outcome.kind === 'error' && <p className="mt-1 text-amber-900">{outcome.message}</p>}
+      <div className="mt-3">
+        <button
+          type="button"
+          disabled={outcome.kind === 'checking'}
+          onClick={onStartOver}
+          className="rounded-lg border border-amber-400 px-3 py-2 font-medium text-amber-900 hover:bg-amber-100 disabled:opacity-60"
+        >
+          Start a new purchase
+        </button>
+      </div>
+    </div>
+  );
+}
+
+/**
+ * Another tab of this browser is paying for this cart right now. No new purchase is offered here: paying joins
+ * that payment (same key), and this page follows its outcome.
+ */
+function InOtherTab() {
+  return (
+    <div
+      role="status"
+      data-testid="payment-in-other-tab"
+      className="mt-4 rounded-lg border border-sky-300 bg-sky-50 p-4 text-sm"
+    >
+      <p className="font-medium text-sky-900">This cart is being paid for in another tab.</p>
+      <p className="mt-1 text-sky-900">
+        Wait for it to finish: this page follows it, and you will be charged once.
+      </p>
+    </div>
+  );
+}
+
+export const PaymentStatus = { ButtonLabel, InDoubt, StillChecking, Expired, InOtherTab };

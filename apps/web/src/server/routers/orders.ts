@@ -1,10 +1,21 @@
+import { z } from 'zod';
 import { orderIdInput } from '~/lib/schemas';
-import { getOrderForPrincipal, listOrdersForPrincipal } from '../services/orders.ts';
+import { findOrderForIntent, getOrderForPrincipal, listOrdersForPrincipal } from '../services/orders.ts';
 import { createTRPCRouter, principalProcedure } from '../trpc.ts';
+
+/** An intent's key (as the Idempotency-Key header allows it) and the payload the browser sent under it. */
+const intentLookupInput = z.object({
+  key: z.string().regex(/^[\x20-\x7e]{1,255}$/, 'The key is 1–255 printable ASCII characters.'),
+  payload: z.unknown(),
+});
 
 export const ordersRouter = createTRPCRouter({
   byId: principalProcedure
     .input(orderIdInput)
     .query(({ ctx, input }) => getOrderForPrincipal(ctx.db, ctx.principal.id, input.id)),
   list: principalProcedure.query(({ ctx }) => listOrdersForPrincipal(ctx.db, ctx.principal.id)),
+  /** The order (if any) that one of the caller's checkout intents made: see `findOrderForIntent`. */
+  forIntent: principalProcedure
+    .input(intentLookupInput)
+    .query(({ ctx, input }) => findOrderForIntent(ctx.db, ctx.principal.id, input)),
 });

@@ -1,0 +1,32 @@
+/**
+ * The one definition of "the same payload": a request's input as its transformer puts it on the wire, written
+ * as RFC 8785 (JCS) canonical JSON. The server hashes it into the request fingerprint (`fingerprint.ts`); the
+ * browser compares it to decide whether a re-sent payload is the one it sent before (`react/payload.ts`). Two
+ * payloads are the same exactly when their canonical wire forms are equal, so the browser and the server can
+ * never disagree about it. Browser-safe: no `node:*`.
+ */
+import canonicalize from 'canonicalize';
+
+/** What the wire form needs of a tRPC transformer (`superjson` fits): how it serializes an input. */
+export interface WireTransformer {
+  serialize(value: unknown): unknown;
+}
+
+/** No transformer: the input travels as plain JSON (an `undefined` property is absent, a Date its ISO text). */
+export const plainJsonWire: WireTransformer = { serialize: (value) => value };
+
+/**
+ * The canonical JSON text of `input` as `transformer` sends it. No input (`undefined`, `null`) is `null`.
+ * Throws a TypeError for an input that has no JSON form (a lone surrogate, NaN, a cycle).
+ */
+export function canonicalWireForm(input: unknown, transformer: WireTransformer = plainJsonWire): string {
+  const wire = input === undefined || input === null ? null : transformer.serialize(input);
+  let text: string | undefined;
+  try {
+    text = canonicalize(wire);
+  } catch (error) {
+    throw new TypeError('The request input cannot be represented as canonical JSON.', { cause: error });
+  }
+  if (text === undefined) throw new TypeError('The request input cannot be represented as canonical JSON.');
+  return text;
+}
