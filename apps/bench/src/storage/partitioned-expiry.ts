@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { messageOf } from '../../lib/postgres.ts';
+import { messageOf } from '../repository.ts';
 import { startClaimLoop } from './claim-probe.ts';
 import type { StorageContext } from './cleanup-p6.ts';
 import { lightScope, loadKeys, PROCEDURES, RETENTION_SECONDS } from './key-rows.ts';

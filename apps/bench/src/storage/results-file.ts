@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { repoRoot } from '../../lib/migrate.ts';
+import { repoRoot } from '../repository.ts';
 
 export const RESULTS_FILE = path.join(repoRoot, 'docs/bench-results.json');
 

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { createPrismaClient } from '@idem/db';
 import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
 import pg from 'pg';
-import { redact, withDatabase } from '../../lib/postgres.ts';
+import { redact, withDatabase } from '../repository.ts';
 import type { Store } from './claim-probe.ts';
 import { benchCleanup, type StorageContext } from './cleanup-p6.ts';
 import { benchGrowth } from './growth.ts';

@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { repoRoot } from '../../lib/migrate.ts';
+import { benchRoot } from '../repository.ts';
 import { KEY_PREFIX, MARKER_BASE, type PeerSettings } from './config.ts';
 import {
   type ArmId,
@@ -57,7 +57,7 @@ const PEER_PACKAGES = [
 
 function packageVersion(name: string): string {
   try {
-    const file = path.join(repoRoot, 'node_modules', name, 'package.json');
+    const file = path.join(benchRoot, 'node_modules', name, 'package.json');
     return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
   } catch {
     return '?';

@@ -2,7 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { repoRoot } from '../../lib/migrate.ts';
+import { benchRoot } from '../repository.ts';
 import type { CleanupVariant } from './settings.ts';
 
 const WORKER = path.join(import.meta.dirname, 'cleanup-worker.ts');
@@ -28,7 +28,7 @@ export async function startCleanupProcess(
   const child: ChildProcess = spawn(
     process.execPath,
     ['--import', 'tsx', WORKER, databaseUrl, variant.mode, String(variant.batch)],
-    { cwd: repoRoot, stdio: ['pipe', 'pipe', 'inherit'] },
+    { cwd: benchRoot, stdio: ['pipe', 'pipe', 'inherit'] },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const messages: Array<Record<string, unknown>> = [];

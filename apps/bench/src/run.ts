@@ -10,7 +10,7 @@
  *
  * Knobs (environment): BENCH_RUNS (5), BENCH_P1_SECONDS (3), BENCH_P2_SECONDS (5), BENCH_P3_KEYS (200),
  * BENCH_PGBENCH_SECONDS (4; 0 skips the pgbench floor), BENCH_VERBOSE=1 (forward the server's output),
- * BENCH_PEERS=0 (skip the peers section, scripts/bench/peers/; its own knobs are in peers/config.ts).
+ * BENCH_PEERS=0 (skip the peers section, apps/bench/src/peers/; its own knobs are in peers/config.ts).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -19,23 +19,26 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { createPrismaClient } from '@idem/db';
+import { startProvider } from '@idem/provider';
 import pg from 'pg';
-import { startProvider } from '../../apps/provider/src/index.ts';
-import { demoUsers } from '../../prisma/seed-data.ts';
-import { migrateDatabase, repoRoot } from '../lib/migrate.ts';
-import {
-  createDatabase,
-  dropDatabase,
-  messageOf,
-  redact,
-  scratchDatabaseName,
-  useExternalServer,
-  withDatabase,
-} from '../lib/postgres.ts';
 import { cannon as runCannon, type LoadSample as Sample } from './cannon.ts';
 import { peerSettingsFromEnv } from './peers/config.ts';
 import { formatPeersReport } from './peers/report.ts';
 import { runPeerBench } from './peers/run-peers.ts';
+import {
+  createDatabase,
+  demoUsers,
+  dropDatabase,
+  messageOf,
+  migrateDatabase,
+  redact,
+  repoRoot,
+  scratchDatabaseName,
+  seedDatabase,
+  useExternalServer,
+  withDatabase,
+} from './repository.ts';
 import { keptStorageResults } from './storage/results-file.ts';
 
 const RUNS = Math.max(5, intEnv('BENCH_RUNS', 5));
@@ -152,7 +155,7 @@ function requestHeaders(key: string): Record<string, string> {
 
 const body = (n: number) => JSON.stringify({ json: { n } });
 
-/** One autocannon run against `bench.<procedure>` (scripts/bench/cannon.ts). */
+/** One autocannon run against `bench.<procedure>` (apps/bench/src/cannon.ts). */
 function cannon(
   url: string,
   procedure: Procedure,
@@ -412,8 +415,6 @@ async function main() {
   log(`scratch database ${name} on ${redact(withDatabase(adminUrl, ''))}`);
 
   await migrateDatabase(databaseUrl);
-  const { createPrismaClient } = await import('@idem/db');
-  const { seedDatabase } = await import('../../prisma/seed.ts');
   const db = createPrismaClient({ connectionString: databaseUrl, max: 1 });
   await seedDatabase(db).finally(() => db.$disconnect());
   const client = new pg.Client({ connectionString: databaseUrl });
@@ -473,7 +474,7 @@ async function main() {
   log(`pgbench floor (${PGBENCH_SECONDS} s × ${RUNS} runs, 1 client)`);
   const floor = pgbenchFloor(databaseUrl);
 
-  // Peers on the same handler (scripts/bench/peers/): own server processes on this scratch database.
+  // Peers on the same handler (apps/bench/src/peers/): own server processes on this scratch database.
   const peers = PEERS
     ? await runPeerBench({
         databaseUrl,
@@ -591,7 +592,7 @@ async function main() {
     failures,
     runs: results,
     peers,
-    storage: keptStorageResults(), // written by `pnpm bench:storage` (scripts/bench/storage/)
+    storage: keptStorageResults(), // written by `pnpm bench:storage` (apps/bench/src/storage/)
   };
   writeFileSync(path.join(repoRoot, 'docs/bench-results.json'), `${JSON.stringify(json, null, 2)}\n`);
   writeFileSync(

@@ -6,7 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { repoRoot } from '../../lib/migrate.ts';
+import { benchRoot } from '../repository.ts';
 import type { ServerName } from './server-names.ts';
 
 export interface ServerProcess {
@@ -29,7 +29,7 @@ export async function startServerProcess(
 ): Promise<ServerProcess> {
   const name = `${server}#${instance}`;
   const child = spawn(process.execPath, ['--import', 'tsx', SERVER_ENTRY, server], {
-    cwd: repoRoot,
+    cwd: benchRoot,
     env: { ...process.env, ...env, NODE_ENV: 'production' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -8,8 +8,8 @@
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
+import { repoRoot } from './repository.ts';
 
-const root = path.resolve(import.meta.dirname, '../..');
 const entries = {
   'client + react (what the checkout imports)': `
     export { idempotencyHeaders, idempotentRetryLink } from '@idem/idempotency/client';
@@ -29,7 +29,9 @@ interface EntrySize {
 const results: EntrySize[] = [];
 for (const [entry, contents] of Object.entries(entries)) {
   const output = await build({
-    stdin: { contents, resolveDir: path.join(root, 'apps/web'), loader: 'ts' },
+    // Resolved as the checkout resolves them; module paths in the metafile relative to the repository.
+    stdin: { contents, resolveDir: path.join(repoRoot, 'apps/web'), loader: 'ts' },
+    absWorkingDir: repoRoot,
     bundle: true,
     minify: true,
     format: 'esm',

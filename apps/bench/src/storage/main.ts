@@ -15,8 +15,7 @@
  * BENCH_VERBOSE=1 (stack trace on failure).
  */
 import path from 'node:path';
-import { repoRoot } from '../../lib/migrate.ts';
-import { messageOf, useExternalServer } from '../../lib/postgres.ts';
+import { messageOf, repoRoot, useExternalServer } from '../repository.ts';
 import { readStorageSettings, runStorageBench, storageMarkdown, Teardown } from './index.ts';
 import { RESULTS_FILE, writeStorageResults } from './results-file.ts';
 

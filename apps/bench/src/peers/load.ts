@@ -1,5 +1,5 @@
 /**
- * The load: autocannon runs (per-response float latencies, as scripts/bench/run.ts measures them), same-key
+ * The load: autocannon runs (per-response float latencies, as apps/bench/src/run.ts measures them), same-key
  * bursts with fetch, and single requests. Every request is `POST {"n": <n>}` with its own Idempotency-Key
  * unless a key is given.
  */

@@ -1,23 +1,24 @@
 /**
  * `pnpm bench:peers`: the peers section alone (it also runs inside `pnpm bench`, after the main figures).
  * Creates a scratch database on DATABASE_URL's server (default postgresql://postgres@127.0.0.1:5432),
- * migrates it (Idem needs `idempotency_keys`), creates `bench_effects` as scripts/bench/run.ts does, runs the
+ * migrates it (Idem needs `idempotency_keys`), creates `bench_effects` as apps/bench/src/run.ts does, runs the
  * section, prints its tables and merges them into docs/bench-results.json under `peers` (the rest of the file is
  * kept). Needs no `pnpm build`. Knobs: see config.ts (BENCH_PEERS_*, BENCH_REDIS_URL) and BENCH_VERBOSE=1.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { migrateDatabase, repoRoot } from '../../lib/migrate.ts';
 import {
   createDatabase,
   dropDatabase,
   messageOf,
+  migrateDatabase,
   redact,
+  repoRoot,
   scratchDatabaseName,
   useExternalServer,
   withDatabase,
-} from '../../lib/postgres.ts';
+} from '../repository.ts';
 import { peerSettingsFromEnv } from './config.ts';
 import { formatPeersReport } from './report.ts';
 import { runPeerBench } from './run-peers.ts';

@@ -7,9 +7,10 @@
 import type { Database } from '@idem/db';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '@idem/idempotency/prisma';
 import { createIdempotency } from '@idem/idempotency/trpc';
+import { initTRPC } from '@trpc/server';
+import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { z } from 'zod';
 import { insertEffect, runEffect } from '../effect.ts';
-import { trpc, trpcStandalone } from './trpc-server.ts';
 import type { StartServer } from './types.ts';
 
 interface BenchContext {
@@ -38,7 +39,7 @@ function toHeaders(raw: NodeJS.Dict<string | string[]>): Headers {
 }
 
 function createBenchRouter(db: Database) {
-  const t = trpc.initTRPC.context<BenchContext>().create();
+  const t = initTRPC.context<BenchContext>().create();
   const idempotency = createIdempotency<BenchContext, PrismaTransactionLike<Database>>({
     store: createPrismaIdempotencyStore(db),
     transformer: identityTransformer,
@@ -59,7 +60,7 @@ function createBenchRouter(db: Database) {
 }
 
 export const startIdem: StartServer = async ({ db }) => {
-  const server = trpcStandalone.createHTTPServer({
+  const server = createHTTPServer({
     router: createBenchRouter(db),
     createContext: ({ req, info }): BenchContext => ({
       scope: 'bench',

@@ -2,8 +2,13 @@
  * A throw-away database on DATABASE_URL's server, migrated with the repo's own migrations (the real
  * `idempotency_keys` table and its indexes), and the list of things to undo at the end — also on Ctrl-C.
  */
-import { migrateDatabase } from '../../lib/migrate.ts';
-import { createDatabase, dropDatabase, messageOf, scratchDatabaseName } from '../../lib/postgres.ts';
+import {
+  createDatabase,
+  dropDatabase,
+  messageOf,
+  migrateDatabase,
+  scratchDatabaseName,
+} from '../repository.ts';
 
 export type TeardownStep = () => Promise<void>;
 
