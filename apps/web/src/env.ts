@@ -60,7 +60,7 @@ function schemaFor(production: boolean) {
        * (see server/test-hooks.ts). Never set in production.
        */
       IDEM_TEST_HOOKS: z.enum(['0', '1']).default('0'),
-      /** Benchmark-only: `1` mounts the `bench.*` procedures (scripts/bench/run.ts). Never set in production. */
+      /** Benchmark-only: `1` mounts the `bench.*` procedures (apps/bench/src/run.ts). Never set in production. */
       IDEM_BENCH_ROUTES: z.enum(['0', '1']).default('0'),
       /** How often each server process adds its buffered outcome counts to `idempotency_stats` (the dashboard). */
       IDEM_STATS_FLUSH_SECONDS: z.coerce.number().positive().max(3600).default(5),

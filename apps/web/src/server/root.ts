@@ -12,7 +12,7 @@ export const appRouter = createTRPCRouter({
   catalog: catalogRouter,
   checkout: checkoutRouter,
   orders: ordersRouter,
-  // Benchmark-only (IDEM_BENCH_ROUTES=1, scripts/bench/run.ts): absent from the router otherwise.
+  // Benchmark-only (IDEM_BENCH_ROUTES=1, apps/bench/src/run.ts): absent from the router otherwise.
   ...(env.IDEM_BENCH_ROUTES === '1' ? { bench: benchRouter } : {}),
 });
 

@@ -1,5 +1,5 @@
 /**
- * Benchmark-only procedures (`pnpm bench`, scripts/bench/run.ts), mounted only when IDEM_BENCH_ROUTES=1.
+ * Benchmark-only procedures (`pnpm bench`, apps/bench/src/run.ts), mounted only when IDEM_BENCH_ROUTES=1.
  * Both run the SAME handler body in ONE interactive transaction: the only difference is the middleware.
  * The table `bench_effects` is created by the bench harness with raw SQL, not by a migration.
  */
