@@ -5,7 +5,7 @@
  * payloads are the same exactly when their canonical wire forms are equal, so the browser and the server can
  * never disagree about it. Browser-safe: no `node:*`.
  */
-import canonicalize from 'canonicalize';
+import { canonicalJson } from './canonical-json.ts';
 
 /** What the wire form needs of a tRPC transformer (`superjson` fits): how it serializes an input. */
 export interface WireTransformer {
@@ -23,7 +23,7 @@ export function canonicalWireForm(input: unknown, transformer: WireTransformer =
   const wire = input === undefined || input === null ? null : transformer.serialize(input);
   let text: string | undefined;
   try {
-    text = canonicalize(wire);
+    text = canonicalJson(wire);
   } catch (error) {
     throw new TypeError('The request input cannot be represented as canonical JSON.', { cause: error });
   }

@@ -1,0 +1,45 @@
+/**
+ * core/canonical-json.ts against the `canonicalize` package (RFC 8785's reference implementation for npm): the
+ * same text for every JSON value, so fingerprints stored before the switch stay valid; and the same refusals.
+ */
+import canonicalize from 'canonicalize';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { canonicalJson } from '../src/core/canonical-json.ts';
+
+const withUndefined = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small' },
+    fc.jsonValue(),
+    fc.constant(undefined),
+    fc.date({ noInvalidDate: true }),
+    fc.array(tie('value')),
+    fc.dictionary(fc.string(), tie('value')),
+  ),
+})).value;
+
+describe('canonicalJson', () => {
+  it('writes what canonicalize writes, for any JSON value (also with undefined, Dates, odd keys)', () => {
+    fc.assert(
+      fc.property(withUndefined, (value) => {
+        expect(canonicalJson(value)).toBe(canonicalize(value));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('sorts keys by UTF-16 code units and writes numbers as ECMAScript does', () => {
+    expect(canonicalJson({ b: 1, a: [1e21, 0.1, -0], '\u{1F600}': true, '\uFFFF': null })).toBe(
+      '{"a":[1e+21,0.1,0],"b":1,"\u{1F600}":true,"\uFFFF":null}',
+    );
+  });
+
+  it('refuses what has no JSON form instead of writing something else', () => {
+    expect(() => canonicalJson({ n: Number.NaN })).toThrow(TypeError);
+    expect(() => canonicalJson([Number.POSITIVE_INFINITY])).toThrow(TypeError);
+    expect(() => canonicalJson({ s: '\uD800' })).toThrow(TypeError);
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    expect(() => canonicalJson(cycle)).toThrow(RangeError);
+  });
+});
