@@ -28,6 +28,22 @@ describe('canonicalJson', () => {
     );
   });
 
+  it('refuses exactly the strings canonicalize refuses (lone surrogates), and writes the rest alike', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (text) => {
+        let expected: string | undefined;
+        try {
+          expected = canonicalize({ [text]: text });
+        } catch {
+          expect(() => canonicalJson({ [text]: text })).toThrow(TypeError);
+          return;
+        }
+        expect(canonicalJson({ [text]: text })).toBe(expected);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
   it('sorts keys by UTF-16 code units and writes numbers as ECMAScript does', () => {
     expect(canonicalJson({ b: 1, a: [1e21, 0.1, -0], '\u{1F600}': true, '\uFFFF': null })).toBe(
       '{"a":[1e+21,0.1,0],"b":1,"\u{1F600}":true,"\uFFFF":null}',

@@ -5,6 +5,9 @@
  * `null` in an array. Unlike it, NaN and ±Infinity, lone surrogates and cycles are refused (TypeError / RangeError)
  * instead of silently written as something else. Small on purpose: the browser bundle carries it.
  */
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 export function canonicalJson(value: unknown): string | undefined {
   let current = value;
   if (
@@ -17,7 +20,7 @@ export function canonicalJson(value: unknown): string | undefined {
   if (current instanceof Number || current instanceof String || current instanceof Boolean)
     current = current.valueOf();
   if (typeof current === 'number' && !Number.isFinite(current)) throw new TypeError(`${current} is not JSON`);
-  if (typeof current === 'string' && !current.isWellFormed())
+  if (typeof current === 'string' && LONE_SURROGATE.test(current))
     throw new TypeError('A lone surrogate is not JSON');
   if (current === null || typeof current !== 'object') return JSON.stringify(current);
   if (Array.isArray(current)) return `[${current.map((item) => canonicalJson(item) ?? 'null').join(',')}]`;

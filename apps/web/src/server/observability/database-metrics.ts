@@ -34,6 +34,11 @@ const bindings: Record<string, CounterBinding> = {
     labelName: 'reason',
     knownLabels: ['amount_mismatch', 'currency_mismatch', 'other_charge'],
   },
+  [PersistedCounter.ordersReconciled]: {
+    metric: metrics.ordersReconciled,
+    labelName: 'outcome',
+    knownLabels: ['paid', 'payment_failed', 'abandoned'],
+  },
   [PersistedCounter.jobDuplicatesDropped]: {
     metric: metrics.jobDuplicatesDropped,
     labelName: 'queue',

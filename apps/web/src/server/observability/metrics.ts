@@ -63,6 +63,12 @@ function createMetrics() {
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    ordersReconciled: new Counter({
+      name: 'idem_orders_reconciled_total',
+      help: "Pending orders the worker's reconciler settled from the provider's record, by outcome (paid, payment_failed, abandoned).",
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
     jobDuplicatesDropped: new Counter({
       name: 'idem_job_duplicates_dropped_total',
       help: 'Job deliveries that found their effects already done (absorbed by unique keys), by queue, all workers.',

@@ -11,4 +11,6 @@ export const PersistedCounter = {
   /** Label: why the charge is not the order's (`amount_mismatch`, `currency_mismatch`, `other_charge`). */
   webhookChargeAnomalies: 'webhook_charge_anomalies',
   jobDuplicatesDropped: 'job_duplicates_dropped',
+  /** Label: how the payment reconciler settled a pending order (`paid`, `payment_failed`, `abandoned`). */
+  ordersReconciled: 'orders_reconciled',
 } as const;
