@@ -61,6 +61,9 @@ async function exists(ref: RecordKey): Promise<boolean> {
   return rows[0]?.n === 1;
 }
 
+/** An eviction that records nothing. */
+const noAudit = async () => undefined;
+
 const refOf = (row: RecordKey) => ({ scope: row.scope, procedure: row.procedure, key: row.key });
 
 describe('finding keys', () => {
@@ -161,23 +164,25 @@ describe('evicting a key', () => {
           'select count(*)::int as n from idempotency_keys where scope = $1',
           ref.scope,
         );
-        return { rowsSeenByAudit: rows[0]?.n, rule: eviction.rule, stored: eviction.storedRow.lease_owner };
+        return { rowsSeenByAudit: rows[0]?.n, rule: eviction.rule, owner: eviction.before.leaseOwner };
       },
     });
     expect(result).toMatchObject({
       evicted: true,
       rule: 'lease_expired',
-      audit: { rowsSeenByAudit: 0, rule: 'lease_expired', stored: seen?.leaseOwner },
+      audit: { rowsSeenByAudit: 0, rule: 'lease_expired', owner: seen?.leaseOwner },
     });
     expect(await exists(ref)).toBe(false);
-    expect(await keys.evict({ key: ref, version: seen?.version ?? '', confirmed: true })).toEqual({
+    expect(
+      await keys.evict({ key: ref, version: seen?.version ?? '', confirmed: true, audit: noAudit }),
+    ).toEqual({
       evicted: false,
       reason: 'gone',
       row: null,
     });
   });
 
-  it('a failing audit hook rolls the delete back (control: without a hook the same eviction deletes)', async () => {
+  it('a failing audit hook rolls the delete back (control: with a working hook the same eviction deletes)', async () => {
     const ref = await insertKey('stuck');
     const version = (await keys.findKey(ref))?.version ?? '';
     await expect(
@@ -189,7 +194,9 @@ describe('evicting a key', () => {
       }),
     ).rejects.toThrow('audit store down');
     expect(await exists(ref)).toBe(true);
-    expect(await keys.evict({ key: ref, version, confirmed: false })).toMatchObject({ evicted: true });
+    expect(await keys.evict({ key: ref, version, confirmed: false, audit: noAudit })).toMatchObject({
+      evicted: true,
+    });
     expect(await exists(ref)).toBe(false);
   });
 
@@ -224,7 +231,9 @@ describe('evicting a key', () => {
       ref.procedure,
       ref.key,
     );
-    expect(await keys.evict({ key: ref, version: seen?.version ?? '', confirmed: true })).toMatchObject({
+    expect(
+      await keys.evict({ key: ref, version: seen?.version ?? '', confirmed: true, audit: noAudit }),
+    ).toMatchObject({
       evicted: false,
       reason: 'changed',
       row: { status: 'in_flight' },

@@ -1,7 +1,8 @@
 /**
- * The cleanup job: expired idempotency keys (never one whose lease is live), then processed events older than
- * the retention. Both delete in short batches of `ctid IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`: no long
- * lock, and two runs at once split the rows instead of waiting on (or double-counting) each other.
+ * The cleanup job: expired idempotency keys (never one whose lease is live: the library's `deleteExpired`), then
+ * processed events older than the retention. Both delete in short batches of `ctid IN (SELECT … LIMIT n FOR
+ * UPDATE SKIP LOCKED)`: no long lock, and two runs at once split the rows instead of waiting on (or
+ * double-counting) each other.
  *
  * Every batch adds its deleted rows to `operational_counters` in the same transaction as the delete, and a
  * finished run adds one to `cleanup_runs`: the web app's /api/metrics reads them (see ../counters.ts).
@@ -10,13 +11,7 @@
  * (import from `@idem/worker/cleanup`).
  */
 import type { Database } from '@idem/db';
-import {
-  type CleanupResult,
-  cleanupExpiredKeys,
-  createPrismaIdempotencyStore,
-  type PrismaClientLike,
-  type SqlExecutor,
-} from '@idem/idempotency/prisma';
+import { type CleanupResult, createIdempotencyKeyOperations } from '@idem/idempotency/prisma';
 import { type PgBoss, Queue } from '@idem/jobs';
 import { incrementCounter, incrementCounterSql, WorkerCounter } from '../counters.ts';
 import type { Logger } from '../log.ts';
@@ -40,7 +35,7 @@ export interface CleanupOptions {
   processedEventsRetentionHours?: number;
   /** Per-minute outcome counts (the admin dashboard's charts) older than this are deleted. Default 30 days. */
   outcomeStatsRetentionDays?: number;
-  /** Tables, for tests that work on private copies. Defaults: idempotency_keys, processed_events, idempotency_stats. */
+  /** Tables, for tests that work on private copies. Defaults: the library's key table, processed_events, idempotency_stats. */
   idempotencyKeysTable?: string;
   processedEventsTable?: string;
   outcomeStatsTable?: string;
@@ -59,21 +54,15 @@ export async function runCleanup(db: Database, options: CleanupOptions = {}): Pr
   const batchSize = options.batchSize ?? 10_000;
   const retentionHours = options.processedEventsRetentionHours ?? DEFAULT_PROCESSED_EVENTS_RETENTION_HOURS;
   const started = performance.now();
-  const storeOptions = options.idempotencyKeysTable ? { table: options.idempotencyKeysTable } : {};
-  // The library's batch delete, run inside a transaction that also counts what it deleted.
-  const countedBatches = {
-    deleteExpiredBatch: (size: number) =>
-      db.$transaction(
-        async (tx) => {
-          const store = createPrismaIdempotencyStore(transactionAsClient(tx), storeOptions);
-          const deleted = await store.deleteExpiredBatch(size);
-          await incrementCounter(tx, WorkerCounter.keysRemoved, deleted);
-          return deleted;
-        },
-        { timeout: 60_000 },
-      ),
-  };
-  const idempotencyKeys = await cleanupExpiredKeys(countedBatches, { batchSize });
+  const keys = createIdempotencyKeyOperations(
+    db,
+    options.idempotencyKeysTable ? { table: options.idempotencyKeysTable } : {},
+  );
+  // Each batch's count commits in the batch's own transaction, with the delete it counts.
+  const idempotencyKeys = await keys.deleteExpired({
+    batchSize,
+    onBatch: (tx, deleted) => incrementCounter(tx, WorkerCounter.keysRemoved, deleted),
+  });
   const processedEvents = await deleteOldProcessedEvents(db, {
     batchSize,
     retentionHours,
@@ -85,18 +74,6 @@ export async function runCleanup(db: Database, options: CleanupOptions = {}): Pr
   });
   await incrementCounter(db, WorkerCounter.cleanupRuns);
   return { idempotencyKeys, processedEvents, retentionHours, outcomeStats, ms: performance.now() - started };
-}
-
-/**
- * An interactive transaction seen as the client the store expects. The store's batch delete only runs raw SQL;
- * a nested transaction is never needed there, so asking for one is a bug and fails loudly.
- */
-function transactionAsClient(tx: SqlExecutor): PrismaClientLike {
-  return {
-    $queryRawUnsafe: (query, ...values) => tx.$queryRawUnsafe(query, ...values),
-    $executeRawUnsafe: (query, ...values) => tx.$executeRawUnsafe(query, ...values),
-    $transaction: () => Promise.reject(new Error('cleanup: already inside a transaction')),
-  };
 }
 
 /** The one log line of a run. */

@@ -21,4 +21,5 @@ export {
   type KeyStatus,
 } from './operations.ts';
 export { type IdempotencyKeysSchema, idempotencyKeysSchema } from './schema.ts';
+export { DEFAULT_IDEMPOTENCY_TABLE } from './sql.ts';
 export { createPrismaIdempotencyStore, type PrismaStoreOptions } from './store.ts';

@@ -9,7 +9,7 @@ import type { RecordKey, RecordState } from '../core/record.ts';
 import { type CleanupResult, cleanupExpiredKeys } from './cleanup.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
 import { expiredBatchDelete } from './expired-batch.ts';
-import { DEFAULT_TABLE, quoteTable } from './sql.ts';
+import { DEFAULT_IDEMPOTENCY_TABLE, quoteTable } from './sql.ts';
 
 /** processing under a live lease | processing with its lease ended (its owner is gone) | completed */
 export type KeyStatus = 'in_flight' | 'stuck' | 'completed';
@@ -68,8 +68,8 @@ export interface Eviction {
   rule: EvictionRule;
   /** The row as the eviction found it. */
   before: IdempotencyKeyRow;
-  /** The same row as stored (every column as JSON, the response included): for an audit record. */
-  storedRow: Record<string, unknown>;
+  /** The stored response as it was (JSON text), which `before` leaves out: for an audit record. */
+  storedResponse: string | null;
 }
 
 export interface EvictRequest<TTx, TAudit> {
@@ -81,12 +81,15 @@ export interface EvictRequest<TTx, TAudit> {
    * beside it) or a completed key (the next retry runs the procedure again instead of replaying).
    */
   confirmed: boolean;
-  /** Runs in the eviction's transaction, after the delete: an audit row written here commits with it or not at all. */
-  audit?: (tx: TTx, eviction: Eviction) => Promise<TAudit>;
+  /**
+   * Runs in the eviction's transaction, after the delete: an audit row written here commits with it or not at
+   * all, and a failure rolls the delete back. Required, so that an eviction without a record is a choice.
+   */
+  audit: (tx: TTx, eviction: Eviction) => Promise<TAudit>;
 }
 
 export type EvictResult<TAudit> =
-  | { evicted: true; rule: EvictionRule; before: IdempotencyKeyRow; audit: TAudit | undefined }
+  | { evicted: true; rule: EvictionRule; before: IdempotencyKeyRow; audit: TAudit }
   /**
    * `gone`: no such row. `changed`: the row's version is not the one given. `unconfirmed`: the key is live or
    * completed and `confirmed` was false. Nothing was deleted and `audit` did not run.
@@ -114,7 +117,7 @@ export interface IdempotencyKeyOperations<TTx> {
   /** One pass over the `processing` rows. */
   countProcessing(): Promise<KeyCounts>;
   /** Deletes one key under its row lock, if it is still at `version` and the rule allows it. */
-  evict<TAudit = undefined>(request: EvictRequest<TTx, TAudit>): Promise<EvictResult<TAudit>>;
+  evict<TAudit>(request: EvictRequest<TTx, TAudit>): Promise<EvictResult<TAudit>>;
   /** Deletes expired keys (never one whose lease is live) in batches until a batch comes back short. */
   deleteExpired(options?: DeleteExpiredOptions<TTx>): Promise<CleanupResult>;
 }
@@ -212,7 +215,7 @@ export function createIdempotencyKeyOperations<TClient extends PrismaClientLike>
   db: TClient,
   options: KeyOperationsOptions = {},
 ): IdempotencyKeyOperations<PrismaTransactionLike<TClient>> {
-  const tableName = options.table ?? DEFAULT_TABLE;
+  const tableName = options.table ?? DEFAULT_IDEMPOTENCY_TABLE;
   const table = quoteTable(tableName);
   const deleteBatch = expiredBatchDelete(db, tableName);
   const byKey = 'k.scope = $1 and k.procedure = $2 and k.key = $3';
@@ -261,8 +264,8 @@ export function createIdempotencyKeyOperations<TClient extends PrismaClientLike>
     evict<TAudit>({ key, version, confirmed, audit }: EvictRequest<PrismaTransactionLike<TClient>, TAudit>) {
       return db.$transaction(async (tx): Promise<EvictResult<TAudit>> => {
         const sql: SqlExecutor = tx;
-        const rows = await sql.$queryRawUnsafe<Array<KeyRowSql & { stored_row: Record<string, unknown> }>>(
-          `select ${COLUMNS_SQL}, to_jsonb(k.*) as stored_row from ${table} k where ${byKey} for update`,
+        const rows = await sql.$queryRawUnsafe<Array<KeyRowSql & { response: string | null }>>(
+          `select ${COLUMNS_SQL}, k.response from ${table} k where ${byKey} for update`,
           key.scope,
           key.procedure,
           key.key,
@@ -280,8 +283,8 @@ export function createIdempotencyKeyOperations<TClient extends PrismaClientLike>
           key.procedure,
           key.key,
         );
-        const audited = audit ? await audit(tx, { rule, before, storedRow: found.stored_row }) : undefined;
-        return { evicted: true, rule, before, audit: audited };
+        const eviction = { rule, before, storedResponse: found.response };
+        return { evicted: true, rule, before, audit: await audit(tx, eviction) };
       });
     },
 

@@ -3,7 +3,7 @@
  * lists below. The package README embeds their output for the default table and a test checks the README, this
  * repo's `prisma/schema.prisma` and its migrations against them, so the documented table is the one in use.
  */
-import { bareTableName, DEFAULT_TABLE, quoteTable } from './sql.ts';
+import { bareTableName, DEFAULT_IDEMPOTENCY_TABLE, quoteTable } from './sql.ts';
 
 interface Column {
   name: string;
@@ -161,7 +161,7 @@ export interface IdempotencyKeysSchema {
 }
 
 /** The key table's definition for `table` (default `idempotency_keys`). */
-export function idempotencyKeysSchema(table: string = DEFAULT_TABLE): IdempotencyKeysSchema {
+export function idempotencyKeysSchema(table: string = DEFAULT_IDEMPOTENCY_TABLE): IdempotencyKeysSchema {
   const quoted = quoteTable(table);
   const bare = bareTableName(table);
   const quote = (name: string) => `"${name}"`;

@@ -1,7 +1,7 @@
 /** SQL helpers shared by the store, the key operations and the schema: one quoting rule, one error test. */
 
-/** The table the store, the operations and the schema use unless told otherwise. */
-export const DEFAULT_TABLE = 'idempotency_keys';
+/** The table the store, the operations and the schema use unless told otherwise (also a metric label). */
+export const DEFAULT_IDEMPOTENCY_TABLE = 'idempotency_keys';
 
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
 

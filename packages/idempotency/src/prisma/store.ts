@@ -9,7 +9,7 @@ import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/recor
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
 import { expiredBatchDelete } from './expired-batch.ts';
-import { DEFAULT_TABLE, hasPostgresCode, quoteTable } from './sql.ts';
+import { DEFAULT_IDEMPOTENCY_TABLE, hasPostgresCode, quoteTable } from './sql.ts';
 
 export interface PrismaStoreOptions {
   /** The table (see the README for the model: `idempotencyKeysSchema()`). Default `idempotency_keys`. */
@@ -69,7 +69,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   db: TClient,
   options: PrismaStoreOptions = {},
 ): IdempotencyStore<PrismaTransactionLike<TClient>> {
-  const tableName = options.table ?? DEFAULT_TABLE;
+  const tableName = options.table ?? DEFAULT_IDEMPOTENCY_TABLE;
   const table = quoteTable(tableName);
   const deleteExpired = expiredBatchDelete(db, tableName);
   const where = 'scope = $1 and procedure = $2 and key = $3';
