@@ -77,6 +77,8 @@ describe('finding keys', () => {
 
     expect((await keys.findKeys({ key: a.key })).map(refOf)).toEqual([a]);
     expect((await keys.findKeys({ keyPrefix: prefix })).map((row) => row.key).sort()).toEqual([a.key, b.key]);
+    // `%` is literal too: this prefix matches no stored key.
+    expect(await keys.findKeys({ keyPrefix: `${prefix}%` })).toEqual([]);
     expect((await keys.findKeys({ scope })).length).toBe(3);
     expect((await keys.findKeys({ scope, procedure: 'test.other' })).map(refOf)).toEqual([b]);
     expect((await keys.findKeys({ scope: [scope, uniqueScope()] })).length).toBe(3);
