@@ -244,6 +244,54 @@ describe('evicting a key', () => {
   });
 });
 
+describe('evicting at the same time', () => {
+  it('two admins evicting the same version: one eviction, one audit, the other finds it gone', async () => {
+    const ref = await insertKey('stuck');
+    const version = (await keys.findKey(ref))?.version ?? '';
+    let audits = 0;
+    const evict = () =>
+      keys.evict({
+        key: ref,
+        version,
+        confirmed: false,
+        audit: async () => {
+          audits += 1;
+        },
+      });
+    const results = await Promise.all([evict(), evict()]);
+    expect(results.map((result) => (result.evicted ? 'evicted' : result.reason)).sort()).toEqual([
+      'evicted',
+      'gone',
+    ]);
+    expect(audits).toBe(1);
+  });
+});
+
+describe('a schema-qualified table', () => {
+  it('the store and the operations work on `schema.table` built from its own DDL', async () => {
+    const schemaName = uniqueTableName('ops_schema');
+    const table = `${schemaName}.keys`;
+    await db.$executeRawUnsafe(`create schema "${schemaName}"`);
+    for (const statement of idempotencyKeysSchema(table).statements) await db.$executeRawUnsafe(statement);
+    const store = createPrismaIdempotencyStore(db, { table });
+    const ops = createIdempotencyKeyOperations(db, { table });
+    const ref = { scope: uniqueScope(), procedure: 'test.ops', key: randomUUID() };
+    const claimed = await store.claim({
+      ...ref,
+      fingerprint: 'b'.repeat(64),
+      owner: randomUUID(),
+      leaseSeconds: 30,
+      retentionSeconds: 60,
+    });
+    expect(claimed).toEqual({ claimed: true, takeover: false });
+    expect(await ops.findKey(ref)).toMatchObject({ status: 'in_flight' });
+    expect(await ops.countProcessing()).toEqual({ inFlight: 1, stuck: 0 });
+    expect(await ops.deleteExpired({ batchSize: 10 })).toEqual({ deleted: 0, batches: 1 });
+    // The unqualified table of this connection is another table: the key is not there.
+    expect(await keys.findKey(ref)).toBeNull();
+  });
+});
+
 describe('deleting expired keys', () => {
   it('in batches, never a live lease, with onBatch in each batch transaction (a failing onBatch keeps its batch)', async () => {
     const table = uniqueTableName('ops_cleanup');
