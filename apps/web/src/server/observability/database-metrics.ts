@@ -60,8 +60,8 @@ export async function readDatabaseMetrics(db: Database): Promise<DatabaseMetrics
 }
 
 /**
- * How old a snapshot may be before it is read again. The key count is a sequential scan (≈0.6 s for 230k keys
- * on a busy 2-core machine): scrapes, several open dashboards and a scrape storm share one read per interval.
+ * How old a snapshot may be before it is read again. The key count reads every processing key, so scrapes,
+ * several open dashboards and a scrape storm share one read per interval.
  */
 export const DATABASE_METRICS_MAX_AGE_MS = 10_000;
 
