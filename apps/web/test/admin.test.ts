@@ -284,7 +284,7 @@ describe('evicting a key', () => {
       key: ref.key,
       state: 'processing',
       fingerprint: 'f'.repeat(64),
-      lease_owner: before.leaseOwner,
+      leaseOwner: before.leaseOwner,
     });
     // The trail still shows the key's history after the row is gone.
     const trail = await asAdmin().admin.keyTrail({ ref });

@@ -4,11 +4,12 @@
  * counts, so a crash can never count work that was rolled back, nor lose work that committed.
  * The web app reads these rows at scrape time (apps/web/src/server/observability/database-metrics.ts).
  */
+import { DEFAULT_IDEMPOTENCY_TABLE } from '@idem/idempotency/prisma';
 
 /** Names and label values as stored; the web app exposes them as `idem_<name>_total{…}`. */
 export const WorkerCounter = {
   cleanupRuns: { name: 'cleanup_runs', label: '' },
-  keysRemoved: { name: 'cleanup_rows_removed', label: 'idempotency_keys' },
+  keysRemoved: { name: 'cleanup_rows_removed', label: DEFAULT_IDEMPOTENCY_TABLE },
   processedEventsRemoved: { name: 'cleanup_rows_removed', label: 'processed_events' },
   fulfilmentDuplicatesDropped: { name: 'job_duplicates_dropped', label: 'fulfilment' },
   /** Pending orders the reconciler settled from the provider's answer, by outcome. */

@@ -1,38 +1,54 @@
 /**
  * Cleanup: expired idempotency keys (never one with a live lease) and processed events past the retention.
- * These tests run cleanup on PRIVATE copies of both tables (`create table … (like … including all)`): a cleanup
- * of the real, shared tables would delete rows that other test files age on purpose (the idempotency store's
- * takeover test expires a key and then expects to take it over). The copies also make the counts exact.
+ * These tests run cleanup on PRIVATE copies of the tables (`create table … (like … including all)` in a schema of
+ * their own, first in the client's search_path; `operational_counters` stays the shared one): a cleanup of the
+ * real, shared tables would delete rows that other test files age on purpose (the idempotency store's takeover
+ * test expires a key and then expects to take it over). The copies also make the counts exact.
  */
 import { randomUUID } from 'node:crypto';
-import type { Database } from '@idem/db';
+import { createPrismaClient, type Database } from '@idem/db';
 import { type PgBoss, Queue, startJobQueue } from '@idem/jobs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { formatCleanupSummary, runCleanup, startWorker } from '../src/index.ts';
 import { collectingLogger, createTestDb, databaseUrl, dropSchema, uniqueName, waitFor } from './helpers.ts';
 
 let db: Database;
-const dropLater: string[] = [];
+const cleanupLater: Array<() => Promise<void>> = [];
 
 beforeAll(() => {
   db = createTestDb();
 });
 afterEach(async () => {
-  for (const table of dropLater.splice(0)) await db.$executeRawUnsafe(`drop table if exists "${table}"`);
+  for (const cleanup of cleanupLater.splice(0)) await cleanup();
 });
 afterAll(async () => {
   await db.$disconnect();
 });
 
+/**
+ * A schema holding private copies of the three tables the cleanup deletes from, and a client that sees them in
+ * place of the shared ones (its search_path: that schema, then public).
+ */
 async function privateTables() {
-  const keys = uniqueName('t_idem_keys');
-  const events = uniqueName('t_processed_events');
-  const stats = uniqueName('t_idem_stats');
-  await db.$executeRawUnsafe(`create table "${keys}" (like idempotency_keys including all)`);
-  await db.$executeRawUnsafe(`create table "${events}" (like processed_events including all)`);
-  await db.$executeRawUnsafe(`create table "${stats}" (like idempotency_stats including all)`);
-  dropLater.push(keys, events, stats);
-  return { idempotencyKeysTable: keys, processedEventsTable: events, outcomeStatsTable: stats };
+  const schema = uniqueName('t_cleanup');
+  await db.$executeRawUnsafe(`create schema "${schema}"`);
+  for (const table of ['idempotency_keys', 'processed_events', 'idempotency_stats'])
+    await db.$executeRawUnsafe(`create table "${schema}"."${table}" (like public."${table}" including all)`);
+  const options = encodeURIComponent(`-c search_path=${schema},public`);
+  const privateDb = createPrismaClient({
+    connectionString: `${databaseUrl}${databaseUrl.includes('?') ? '&' : '?'}options=${options}`,
+    max: 4,
+  });
+  cleanupLater.push(async () => {
+    await privateDb.$disconnect();
+    await dropSchema(db, schema);
+  });
+  return {
+    db: privateDb,
+    idempotencyKeysTable: `"${schema}".idempotency_keys`,
+    processedEventsTable: `"${schema}".processed_events`,
+    outcomeStatsTable: `"${schema}".idempotency_stats`,
+  };
 }
 
 type Tables = Awaited<ReturnType<typeof privateTables>>;
@@ -56,7 +72,7 @@ function seedKeys(
   scope = `scope-${randomUUID()}`,
 ) {
   return db.$executeRawUnsafe(
-    `insert into "${tables.idempotencyKeysTable}"
+    `insert into ${tables.idempotencyKeysTable}
        (scope, procedure, key, fingerprint, state, lease_owner, locked_until, expires_at)
      select $1, '${shape}', i::text, repeat('a', 64), ${keyShapes[shape]} from generate_series(1, ${count}) i`,
     scope,
@@ -65,7 +81,7 @@ function seedKeys(
 
 function seedEvents(tables: Tables, ageHours: number, count: number) {
   return db.$executeRawUnsafe(
-    `insert into "${tables.processedEventsTable}" (id, source, type, processed_at)
+    `insert into ${tables.processedEventsTable} (id, source, type, processed_at)
      select 'evt_' || md5(random()::text) || '_' || i, 'provider', 'charge.succeeded',
             now() - make_interval(hours => $1) from generate_series(1, ${count}) i`,
     ageHours,
@@ -74,7 +90,7 @@ function seedEvents(tables: Tables, ageHours: number, count: number) {
 
 async function keyCounts(tables: Tables): Promise<Record<string, number>> {
   const rows = await db.$queryRawUnsafe<Array<{ procedure: string; n: number }>>(
-    `select procedure, count(*)::int as n from "${tables.idempotencyKeysTable}" group by procedure`,
+    `select procedure, count(*)::int as n from ${tables.idempotencyKeysTable} group by procedure`,
   );
   return Object.fromEntries(rows.map((row) => [row.procedure, row.n]));
 }
@@ -82,7 +98,7 @@ async function keyCounts(tables: Tables): Promise<Record<string, number>> {
 async function eventAges(tables: Tables): Promise<number[]> {
   const rows = await db.$queryRawUnsafe<Array<{ hours: number }>>(
     `select round(extract(epoch from now() - processed_at) / 3600)::int as hours
-     from "${tables.processedEventsTable}" order by 1`,
+     from ${tables.processedEventsTable} order by 1`,
   );
   return rows.map((row) => row.hours);
 }
@@ -100,7 +116,7 @@ describe('runCleanup', () => {
     await seedEvents(tables, 71, 2); // inside the 72 h window: a provider retry may still come
     await seedEvents(tables, 1, 4);
 
-    const summary = await runCleanup(db, { ...tables, batchSize: 3 });
+    const summary = await runCleanup(tables.db, { batchSize: 3 });
 
     expect(summary.idempotencyKeys).toEqual({ deleted: 7, batches: 3 });
     expect(summary.processedEvents).toEqual({ deleted: 5, batches: 2 });
@@ -111,22 +127,22 @@ describe('runCleanup', () => {
     );
 
     // Nothing left to do: a second run deletes nothing.
-    const again = await runCleanup(db, { ...tables, batchSize: 3 });
+    const again = await runCleanup(tables.db, { batchSize: 3 });
     expect([again.idempotencyKeys.deleted, again.processedEvents.deleted]).toEqual([0, 0]);
   });
 
   it('deletes per-minute outcome stats older than their retention (30 days), keeps the recent ones', async () => {
     const tables = await privateTables();
     await db.$executeRawUnsafe(
-      `insert into "${tables.outcomeStatsTable}" (bucket, procedure, outcome, count)
+      `insert into ${tables.outcomeStatsTable} (bucket, procedure, outcome, count)
        values (date_trunc('minute', now() - interval '31 days'), 'checkout.placeOrder', 'executed', 3),
               (date_trunc('minute', now() - interval '29 days'), 'checkout.placeOrder', 'executed', 2),
               (date_trunc('minute', now()), 'checkout.placeOrder', 'replayed', 1)`,
     );
-    const summary = await runCleanup(db, tables);
+    const summary = await runCleanup(tables.db);
     expect(summary.outcomeStats).toBe(1);
     const [left] = await db.$queryRawUnsafe<Array<{ n: number }>>(
-      `select count(*)::int as n from "${tables.outcomeStatsTable}"`,
+      `select count(*)::int as n from ${tables.outcomeStatsTable}`,
     );
     expect(left?.n).toBe(2);
     expect(formatCleanupSummary(summary)).toContain('1 old outcome-stat rows');
@@ -136,7 +152,7 @@ describe('runCleanup', () => {
     const tables = await privateTables();
     await seedEvents(tables, 71, 2);
     await seedEvents(tables, 1, 1);
-    const summary = await runCleanup(db, { ...tables, processedEventsRetentionHours: 24 });
+    const summary = await runCleanup(tables.db, { processedEventsRetentionHours: 24 });
     expect(summary.processedEvents.deleted).toBe(2);
     expect(await eventAges(tables)).toEqual([1]);
   });
@@ -150,8 +166,8 @@ describe('runCleanup', () => {
     await seedEvents(tables, 2, 30);
 
     const [a, b] = await Promise.all([
-      runCleanup(db, { ...tables, batchSize: 40 }),
-      runCleanup(db, { ...tables, batchSize: 40 }),
+      runCleanup(tables.db, { batchSize: 40 }),
+      runCleanup(tables.db, { batchSize: 40 }),
     ]);
 
     expect(a.idempotencyKeys.deleted + b.idempotencyKeys.deleted).toBe(600);
@@ -162,7 +178,7 @@ describe('runCleanup', () => {
 
   it('rejects a batch size that is not a positive integer', async () => {
     const tables = await privateTables();
-    await expect(runCleanup(db, { ...tables, batchSize: 0 })).rejects.toThrow(RangeError);
+    await expect(runCleanup(tables.db, { batchSize: 0 })).rejects.toThrow(RangeError);
   });
 });
 
@@ -184,10 +200,9 @@ describe('the cleanup job (in-process worker, private pg-boss schema)', () => {
     await seedEvents(tables, 96, 3);
     const worker = await startWorker({
       databaseUrl,
-      db,
+      db: tables.db,
       schema,
       cleanupCron: null,
-      cleanup: tables,
       pollingIntervalSeconds: 0.5,
       log,
     });
@@ -201,6 +216,9 @@ describe('the cleanup job (in-process worker, private pg-boss schema)', () => {
     expect(line).toMatch(
       /^cleanup: deleted 2 expired idempotency keys .* and 3 processed events older than 72 h/,
     );
+    // Stopped here: its client (on the private tables) goes with this test.
+    await worker.stop({ graceSeconds: 1 });
+    stopWorker = undefined;
   });
 
   it('the schedule is registered with the cron (UTC) and removed with null', async () => {

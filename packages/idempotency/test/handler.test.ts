@@ -17,12 +17,12 @@ import {
   type StoredResponse,
 } from '../src/index.ts';
 import { createPrismaIdempotencyStore } from '../src/prisma/index.ts';
-import { connect, deferred, uniqueScope, waitUntil } from './support/db.ts';
+import { connectWithOwnTable, deferred, uniqueScope, waitUntil } from './support/db.ts';
 
 let db: Database;
 let store: ReturnType<typeof createPrismaIdempotencyStore<Database>>;
-beforeAll(() => {
-  db = connect();
+beforeAll(async () => {
+  db = await connectWithOwnTable();
   store = createPrismaIdempotencyStore(db);
 });
 afterAll(async () => {

@@ -24,14 +24,14 @@ import {
 } from '../src/index.ts';
 import { createPrismaIdempotencyStore } from '../src/prisma/index.ts';
 import { toTRPCError } from '../src/trpc/index.ts';
-import { connect, deferred, uniqueScope, waitUntil } from './support/db.ts';
+import { connectWithOwnTable, deferred, uniqueScope, waitUntil } from './support/db.ts';
 import { createTestTRPC, keyRows } from './support/trpc.ts';
 
 let db: Database;
 let store: ReturnType<typeof createPrismaIdempotencyStore<Database>>;
 
-beforeAll(() => {
-  db = connect(12);
+beforeAll(async () => {
+  db = await connectWithOwnTable(12);
   store = createPrismaIdempotencyStore(db);
 });
 afterAll(async () => {

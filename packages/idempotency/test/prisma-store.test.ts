@@ -3,13 +3,13 @@ import type { Database } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type ClaimRequest, fingerprintRequest, type RecordKey, type StoredResponse } from '../src/index.ts';
 import { cleanupExpiredKeys, createPrismaIdempotencyStore } from '../src/prisma/index.ts';
-import { connect, deferred, uniqueScope, uniqueTableName } from './support/db.ts';
+import { connectWithOwnTable, deferred, uniqueScope, uniqueTableName } from './support/db.ts';
 
 let db: Database;
 let store: ReturnType<typeof createPrismaIdempotencyStore<Database>>;
 
-beforeAll(() => {
-  db = connect();
+beforeAll(async () => {
+  db = await connectWithOwnTable();
   store = createPrismaIdempotencyStore(db);
 });
 afterAll(async () => {

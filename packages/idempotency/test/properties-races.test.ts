@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fingerprintRequest, type IdempotentRequest, resolveOptions } from '../src/index.ts';
 import { createPrismaIdempotencyStore } from '../src/prisma/index.ts';
-import { connect, uniqueScope } from './support/db.ts';
+import { connectWithOwnTable, uniqueScope } from './support/db.ts';
 import {
   createCheckThenWriteStore,
   createMemoryStore,
@@ -149,7 +149,7 @@ describe('real Prisma store (scheduled awaits around real statements)', () => {
   const effectsTable = `properties_effects_${randomBytes(6).toString('hex')}`;
 
   beforeAll(async () => {
-    db = connect(12);
+    db = await connectWithOwnTable(12);
     store = createPrismaIdempotencyStore(db);
     await db.$executeRawUnsafe(`create table "${effectsTable}" (scope text not null, who text not null)`);
   });

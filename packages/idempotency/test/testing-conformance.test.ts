@@ -10,11 +10,7 @@ import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  createPrismaIdempotencyStore,
-  type PrismaTransactionLike,
-  withLeaseRenewal,
-} from '../src/prisma/index.ts';
+import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../src/prisma/index.ts';
 import {
   type ConformanceCheckId,
   type ConformanceCheckResult,
@@ -25,12 +21,12 @@ import {
   runIdempotencyConformance,
 } from '../src/testing/index.ts';
 import { createIdempotency } from '../src/trpc/index.ts';
-import { connect, uniqueScope } from './support/db.ts';
+import { connectWithOwnTable, uniqueScope } from './support/db.ts';
 
 let db: Database;
 const servers: Array<{ close(): Promise<void> }> = [];
-beforeAll(() => {
-  db = connect(12);
+beforeAll(async () => {
+  db = await connectWithOwnTable(12);
 });
 afterAll(async () => {
   await Promise.all(servers.map((server) => server.close()));
@@ -66,7 +62,7 @@ async function startApp(mode: Mode, fault?: Fault) {
   const t = initTRPC.context<AppContext>().create({ transformer: superjson, isDev: false });
   const store = createPrismaIdempotencyStore(db);
   const idempotency = createIdempotency<AppContext, PrismaTransactionLike<Database>>({
-    store: withLeaseRenewal(store, db),
+    store,
     transformer: superjson,
     getScope: (ctx) =>
       fault === 'one-scope-for-everyone' && ctx.principal ? 'test:everyone' : ctx.principal,

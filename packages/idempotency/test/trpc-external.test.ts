@@ -4,8 +4,9 @@ import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type IdempotencyError, IdempotencyErrorCode, type IdempotencyOptions } from '../src/index.ts';
+import type { PrismaStoreOptions } from '../src/prisma/index.ts';
 import { ReplayedErrorCause } from '../src/trpc/index.ts';
-import { connect, deferred, waitUntil } from './support/db.ts';
+import { connectWithOwnTable, deferred, sleep, waitUntil } from './support/db.ts';
 import {
   createTestTRPC,
   freshIdentity,
@@ -16,8 +17,8 @@ import {
 } from './support/trpc.ts';
 
 let db: Database;
-beforeAll(() => {
-  db = connect();
+beforeAll(async () => {
+  db = await connectWithOwnTable();
 });
 afterAll(async () => {
   await db.$disconnect();
@@ -41,8 +42,9 @@ type Input = { amount: number; currency: string; meta?: { a: number; b: number }
 function setup(
   behaviour: (attempt: number) => Promise<void> | void = () => {},
   options?: IdempotencyOptions,
+  storeOptions?: PrismaStoreOptions,
 ) {
-  const { t, idempotency, events } = createTestTRPC(db);
+  const { t, idempotency, events } = createTestTRPC(db, undefined, { storeOptions });
   const charges: Array<{ key: string; scope: string; attempt: number }> = [];
   const router = t.router({
     pay: t.procedure
@@ -187,6 +189,8 @@ describe('external mode', () => {
         if (attempt === 1) await gate.promise;
       },
       { leaseSeconds: 1 },
+      // The lease must end while the first request still runs: renewal off, from the test side.
+      { leaseRenewal: false },
     );
     const zombieCtx = requestContext(key, principal);
     const zombieCall = call(zombieCtx);
@@ -215,6 +219,34 @@ describe('external mode', () => {
     const replay = await call(requestContext(key, principal));
     expect(replay).toEqual(retry);
     expect(charges.map((charge) => charge.attempt)).toEqual([1, 2]);
+  });
+
+  it('a live request slower than its lease keeps its key: the store renews the lease (control: renewal off → a second run)', async () => {
+    const outlive = async (storeOptions?: PrismaStoreOptions) => {
+      const { principal, key } = freshIdentity();
+      const gate = deferred();
+      const { call, charges } = setup(
+        async (attempt) => {
+          if (attempt === 1) await gate.promise;
+        },
+        { leaseSeconds: 1 },
+        storeOptions,
+      );
+      const first = call(requestContext(key, principal));
+      await waitUntil(() => charges.length === 1);
+      await sleep(1_600); // longer than the whole lease
+      const retry = await call(requestContext(key, principal)).then(
+        (result) => `ran attempt ${result.attempt}`,
+        (error: unknown) => (error instanceof TRPCError ? error.code : String(error)),
+      );
+      gate.resolve();
+      await first.catch(() => undefined);
+      return { retry, executions: charges.length };
+    };
+    // Control: without renewal the lease ends under the running request and the retry runs it again.
+    expect(await outlive({ leaseRenewal: false })).toEqual({ retry: 'ran attempt 2', executions: 2 });
+    // Built in: the owner renews, the retry is told to wait, one execution.
+    expect(await outlive()).toEqual({ retry: 'CONFLICT', executions: 1 });
   });
 
   it('another principal with the same key is independent', async () => {

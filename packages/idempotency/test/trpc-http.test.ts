@@ -9,12 +9,12 @@ import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { connect, deferred, uniqueScope, waitUntil } from './support/db.ts';
+import { connectWithOwnTable, deferred, uniqueScope, waitUntil } from './support/db.ts';
 import { createTestTRPC, keyRows } from './support/trpc.ts';
 
 let db: Database;
-beforeAll(() => {
-  db = connect();
+beforeAll(async () => {
+  db = await connectWithOwnTable();
 });
 afterAll(async () => {
   await db.$disconnect();

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { IdempotencyError, IdempotencyErrorCode } from '../src/index.ts';
 import type { PrismaTransactionLike } from '../src/prisma/index.ts';
-import { connect, deferred, uniqueTableName } from './support/db.ts';
+import { connectWithOwnTable, deferred, uniqueTableName } from './support/db.ts';
 import {
   createTestTRPC,
   freshIdentity,
@@ -19,7 +19,7 @@ let db: Database;
 const effects = uniqueTableName('effects');
 
 beforeAll(async () => {
-  db = connect();
+  db = await connectWithOwnTable();
   await db.$executeRawUnsafe(
     `create table "${effects}" (id serial primary key, scope text not null, note text not null)`,
   );

@@ -8,12 +8,12 @@ import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import { z } from 'zod';
 import type { PrismaTransactionLike } from '../src/prisma/index.ts';
 import type { IdempotencyContext, TransactionalIdempotencyContext } from '../src/trpc/index.ts';
-import { connect } from './support/db.ts';
+import { connectWithOwnTable } from './support/db.ts';
 import { createTestTRPC, freshIdentity, requestContext } from './support/trpc.ts';
 
 let db: Database;
-beforeAll(() => {
-  db = connect();
+beforeAll(async () => {
+  db = await connectWithOwnTable();
 });
 afterAll(async () => {
   await db.$disconnect();

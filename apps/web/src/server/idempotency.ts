@@ -3,11 +3,7 @@
  * results serialized with the router's own transformer (superjson) so replays are byte-identical.
  */
 import type { Database } from '@idem/db';
-import {
-  createPrismaIdempotencyStore,
-  type PrismaTransactionLike,
-  withLeaseRenewal,
-} from '@idem/idempotency/prisma';
+import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '@idem/idempotency/prisma';
 import { createIdempotency, unstableScope } from '@idem/idempotency/trpc';
 import superjson from 'superjson';
 import type { Principal } from './auth/principal.ts';
@@ -21,7 +17,9 @@ import type { Context } from './trpc.ts';
 
 type AuthedContext = Context & { principal: Principal };
 
-const store = createPrismaIdempotencyStore(db);
+// External mode renews the owner's lease while the procedure runs (built into the store): a slow but live
+// request keeps its key. Renewal is off only for tests/faults (see fault-points.ts).
+const store = createPrismaIdempotencyStore(db, { leaseRenewal: !leaseRenewalDisabled });
 
 const MINTED_SESSION_HOW_TO_FIX =
   `This request carried no session, so the server created a guest session for it; a retry without it would be ` +
@@ -29,8 +27,7 @@ const MINTED_SESSION_HOW_TO_FIX =
   'retry (keep cookies), or authenticate with Authorization: Bearer <token>.';
 
 export const idempotency = createIdempotency<AuthedContext, PrismaTransactionLike<Database>>({
-  // The owner renews its lease while the procedure runs (external mode): a slow but live request keeps its key.
-  store: leaseRenewalDisabled ? store : withLeaseRenewal(store, db),
+  store,
   transformer: superjson,
   // A guest session minted for this very request is a new guest on every retry of a client that keeps no
   // cookies: the key could never deduplicate, so it is refused (400) before anything is claimed.

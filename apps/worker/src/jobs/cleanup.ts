@@ -1,22 +1,18 @@
 /**
- * The cleanup job: expired idempotency keys (never one whose lease is live), then processed events older than
- * the retention. Both delete in short batches of `ctid IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`: no long
- * lock, and two runs at once split the rows instead of waiting on (or double-counting) each other.
+ * The cleanup job: expired idempotency keys (never one whose lease is live: the library's `deleteExpired`), then
+ * processed events older than the retention. Both delete in short batches of `ctid IN (SELECT … LIMIT n FOR
+ * UPDATE SKIP LOCKED)`: no long lock, and two runs at once split the rows instead of waiting on (or
+ * double-counting) each other.
  *
  * Every batch adds its deleted rows to `operational_counters` in the same transaction as the delete, and a
  * finished run adds one to `cleanup_runs`: the web app's /api/metrics reads them (see ../counters.ts).
  *
  * Runs on a pg-boss schedule in the worker; `runCleanup` is exported for `pnpm idem:cleanup` too
- * (import from `@idem/worker/cleanup`).
+ * (import from `@idem/worker/cleanup`). The tables are named unqualified: a test runs the cleanup on private
+ * copies by putting their schema first in its connection's search_path.
  */
 import type { Database } from '@idem/db';
-import {
-  type CleanupResult,
-  cleanupExpiredKeys,
-  createPrismaIdempotencyStore,
-  type PrismaClientLike,
-  type SqlExecutor,
-} from '@idem/idempotency/prisma';
+import { type CleanupResult, createIdempotencyKeyOperations } from '@idem/idempotency/prisma';
 import { type PgBoss, Queue } from '@idem/jobs';
 import { incrementCounter, incrementCounterSql, WorkerCounter } from '../counters.ts';
 import type { Logger } from '../log.ts';
@@ -40,10 +36,6 @@ export interface CleanupOptions {
   processedEventsRetentionHours?: number;
   /** Per-minute outcome counts (the admin dashboard's charts) older than this are deleted. Default 30 days. */
   outcomeStatsRetentionDays?: number;
-  /** Tables, for tests that work on private copies. Defaults: idempotency_keys, processed_events, idempotency_stats. */
-  idempotencyKeysTable?: string;
-  processedEventsTable?: string;
-  outcomeStatsTable?: string;
 }
 
 export interface CleanupSummary {
@@ -59,44 +51,18 @@ export async function runCleanup(db: Database, options: CleanupOptions = {}): Pr
   const batchSize = options.batchSize ?? 10_000;
   const retentionHours = options.processedEventsRetentionHours ?? DEFAULT_PROCESSED_EVENTS_RETENTION_HOURS;
   const started = performance.now();
-  const storeOptions = options.idempotencyKeysTable ? { table: options.idempotencyKeysTable } : {};
-  // The library's batch delete, run inside a transaction that also counts what it deleted.
-  const countedBatches = {
-    deleteExpiredBatch: (size: number) =>
-      db.$transaction(
-        async (tx) => {
-          const store = createPrismaIdempotencyStore(transactionAsClient(tx), storeOptions);
-          const deleted = await store.deleteExpiredBatch(size);
-          await incrementCounter(tx, WorkerCounter.keysRemoved, deleted);
-          return deleted;
-        },
-        { timeout: 60_000 },
-      ),
-  };
-  const idempotencyKeys = await cleanupExpiredKeys(countedBatches, { batchSize });
-  const processedEvents = await deleteOldProcessedEvents(db, {
+  const keys = createIdempotencyKeyOperations(db);
+  // Each batch's count commits in the batch's own transaction, with the delete it counts.
+  const idempotencyKeys = await keys.deleteExpired({
     batchSize,
-    retentionHours,
-    table: options.processedEventsTable,
+    onBatch: (tx, deleted) => incrementCounter(tx, WorkerCounter.keysRemoved, deleted),
   });
+  const processedEvents = await deleteOldProcessedEvents(db, { batchSize, retentionHours });
   const outcomeStats = await deleteOldOutcomeStats(db, {
     retentionDays: options.outcomeStatsRetentionDays ?? DEFAULT_OUTCOME_STATS_RETENTION_DAYS,
-    table: options.outcomeStatsTable,
   });
   await incrementCounter(db, WorkerCounter.cleanupRuns);
   return { idempotencyKeys, processedEvents, retentionHours, outcomeStats, ms: performance.now() - started };
-}
-
-/**
- * An interactive transaction seen as the client the store expects. The store's batch delete only runs raw SQL;
- * a nested transaction is never needed there, so asking for one is a bug and fails loudly.
- */
-function transactionAsClient(tx: SqlExecutor): PrismaClientLike {
-  return {
-    $queryRawUnsafe: (query, ...values) => tx.$queryRawUnsafe(query, ...values),
-    $executeRawUnsafe: (query, ...values) => tx.$executeRawUnsafe(query, ...values),
-    $transaction: () => Promise.reject(new Error('cleanup: already inside a transaction')),
-  };
 }
 
 /** The one log line of a run. */
@@ -115,29 +81,24 @@ export function formatCleanupSummary(summary: CleanupSummary): string {
  */
 export async function deleteOldOutcomeStats(
   db: Database,
-  { retentionDays, table = 'idempotency_stats' }: { retentionDays: number; table?: string | undefined },
+  { retentionDays }: { retentionDays: number },
 ): Promise<number> {
   if (!Number.isFinite(retentionDays) || retentionDays <= 0)
     throw new RangeError(`retentionDays must be positive, got ${retentionDays}`);
   return db.$executeRawUnsafe(
-    `delete from ${quoteTable(table)} where bucket < now() - make_interval(days => $1::int)`,
+    'delete from idempotency_stats where bucket < now() - make_interval(days => $1::int)',
     Math.ceil(retentionDays),
   );
 }
 
 export async function deleteOldProcessedEvents(
   db: Database,
-  {
-    batchSize,
-    retentionHours,
-    table = 'processed_events',
-  }: { batchSize: number; retentionHours: number; table?: string },
+  { batchSize, retentionHours }: { batchSize: number; retentionHours: number },
 ): Promise<CleanupResult> {
   if (!Number.isSafeInteger(batchSize) || batchSize < 1)
     throw new RangeError(`batchSize must be a positive integer, got ${batchSize}`);
   if (!Number.isFinite(retentionHours) || retentionHours <= 0)
     throw new RangeError(`retentionHours must be positive, got ${retentionHours}`);
-  const name = quoteTable(table);
   let deleted = 0;
   let batches = 0;
   const counter = WorkerCounter.processedEventsRemoved;
@@ -145,8 +106,8 @@ export async function deleteOldProcessedEvents(
     // One statement: the batch delete and its count in operational_counters commit together.
     const rows = await db.$queryRawUnsafe<Array<{ deleted: number }>>(
       `with deleted as (
-         delete from ${name} where ctid in (
-           select ctid from ${name}
+         delete from processed_events where ctid in (
+           select ctid from processed_events
            where processed_at < now() - make_interval(secs => $1::double precision)
            limit $2 for update skip locked)
          returning 1
@@ -194,13 +155,4 @@ export async function workCleanup(
     options.log.info(formatCleanupSummary(summary));
     return summary;
   });
-}
-
-function quoteTable(name: string): string {
-  if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/.test(name))
-    throw new Error(`Invalid table name: ${name}`);
-  return name
-    .split('.')
-    .map((part) => `"${part}"`)
-    .join('.');
 }

@@ -13,8 +13,8 @@ export async function cleanupExpiredKeys(
   store: Pick<IdempotencyStore<unknown>, 'deleteExpiredBatch'>,
   { batchSize = 10_000, maxBatches = Number.POSITIVE_INFINITY } = {},
 ): Promise<CleanupResult> {
-  // A batch size of 0 (e.g. `IDEM_CLEANUP_BATCH=` → Number('') = 0) would loop forever (`count < batchSize` never
-  // holds); a negative or fractional one would only fail in SQL. Reject them up front.
+  // A batch size of 0 (e.g. from an empty environment variable: Number('') = 0) would loop forever
+  // (`count < batchSize` never holds); a negative or fractional one would only fail in SQL. Reject them up front.
   if (!Number.isSafeInteger(batchSize) || batchSize < 1)
     throw new RangeError(`batchSize must be a positive integer, got ${batchSize}`);
   let deleted = 0;

@@ -1,6 +1,25 @@
-/** @idem/idempotency/prisma — the Postgres store, through any Prisma 7 client. */
+/**
+ * @idem/idempotency/prisma — the Postgres key table through any Prisma 7 client: the store the tRPC adapter
+ * claims with, the operations that admin tools, metrics and cleanup jobs use, and the table's schema.
+ */
 
 export { type CleanupResult, cleanupExpiredKeys } from './cleanup.ts';
 export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
-export { withLeaseRenewal } from './lease.ts';
+export {
+  createIdempotencyKeyOperations,
+  type DeleteExpiredOptions,
+  type Eviction,
+  type EvictionRule,
+  type EvictRequest,
+  type EvictResult,
+  type FindKeysOptions,
+  type IdempotencyKeyOperations,
+  type IdempotencyKeyRow,
+  type KeyCounts,
+  type KeyFilter,
+  type KeyOperationsOptions,
+  type KeyStatus,
+} from './operations.ts';
+export { type IdempotencyKeysSchema, idempotencyKeysSchema } from './schema.ts';
+export { DEFAULT_IDEMPOTENCY_TABLE } from './sql.ts';
 export { createPrismaIdempotencyStore, type PrismaStoreOptions } from './store.ts';

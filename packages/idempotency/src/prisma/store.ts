@@ -1,16 +1,25 @@
 /**
  * The Postgres store behind Prisma. The claim is one `INSERT … ON CONFLICT … RETURNING` statement on the
  * primary key (scope, procedure, key): whoever inserts (or atomically takes over an expired row) owns the
- * key; everyone else reads what is there. All times come from the database's now().
+ * key; everyone else reads what is there. All times come from the database's now(). In external mode the owner
+ * renews its lease through the same table (`renewLease`) while its procedure runs.
  */
 import { tooManyInFlightError } from '../core/errors.ts';
 import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
+import { expiredBatchDelete } from './expired-batch.ts';
+import { DEFAULT_IDEMPOTENCY_TABLE, hasPostgresCode, quoteTable } from './sql.ts';
 
 export interface PrismaStoreOptions {
-  /** The table (see the README for the model). Default `idempotency_keys`. */
+  /** The table (see the README for the model: `idempotencyKeysSchema()`). Default `idempotency_keys`. */
   table?: string;
+  /**
+   * External mode renews the owner's lease while its procedure runs (`renewLease`), so a slow but live request
+   * keeps its key. Default true. `false` leaves `renewLease` out: only for tests that need a lease to end under
+   * a running request (a takeover while the first execution is still going).
+   */
+  leaseRenewal?: boolean;
 }
 
 interface RecordRow {
@@ -60,8 +69,9 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   db: TClient,
   options: PrismaStoreOptions = {},
 ): IdempotencyStore<PrismaTransactionLike<TClient>> {
-  const tableName = options.table ?? 'idempotency_keys';
+  const tableName = options.table ?? DEFAULT_IDEMPOTENCY_TABLE;
   const table = quoteTable(tableName);
+  const deleteExpired = expiredBatchDelete(db, tableName);
   const where = 'scope = $1 and procedure = $2 and key = $3';
   const keyParams = (key: RecordKey) => [key.scope, key.procedure, key.key];
   const on = (tx?: SqlExecutor): SqlExecutor => tx ?? db;
@@ -180,32 +190,6 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     );
   }
 
-  /**
-   * The batch delete names rows by `ctid`, which is unique only within one partition: on a partitioned key table
-   * it would delete the same slot in every partition, live keys included. Partitioning this table is not
-   * supported (a range on time also breaks the primary key: docs/SCALING.md), so the cleanup refuses one,
-   * checked once per store.
-   */
-  let partitionCheck: Promise<void> | null = null;
-  function refusePartitionedTable(): Promise<void> {
-    if (partitionCheck) return partitionCheck;
-    const check = Promise.resolve(
-      db.$queryRawUnsafe<Array<{ relkind: string }>>(
-        'select relkind::text as relkind from pg_class where oid = $1::regclass',
-        table,
-      ),
-    ).then((rows) => {
-      if (rows[0]?.relkind === 'p')
-        throw new Error(`${tableName} is partitioned: deleteExpiredBatch supports a plain table only`);
-    });
-    // A failed check (connection lost) is tried again next time; a partitioned table fails every time.
-    check.catch(() => {
-      partitionCheck = null;
-    });
-    partitionCheck = check;
-    return check;
-  }
-
   /** Transactions opened by `transaction()`, with the lock timeout their first claim must set. */
   const lockTimeouts = new WeakMap<object, number>();
 
@@ -246,8 +230,20 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     return { claimed: false, record };
   }
 
+  async function renewLease(key: RecordKey, owner: string, leaseSeconds: number): Promise<boolean> {
+    const count = await db.$executeRawUnsafe(
+      `update ${table} set locked_until = now() + make_interval(secs => $5::double precision)
+       where ${where} and lease_owner = $4::uuid and state = 'processing'`,
+      ...keyParams(key),
+      owner,
+      leaseSeconds,
+    );
+    return count === 1;
+  }
+
   return {
     claim,
+    ...(options.leaseRenewal === false ? {} : { renewLease }),
 
     async complete(key, owner, response, tx?: SqlExecutor) {
       const count = await on(tx).$executeRawUnsafe(
@@ -295,19 +291,9 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
       );
     },
 
-    isLockTimeout: (error) => hasPostgresCode(error, '55P03'),
+    isLockTimeout: (error) => hasPostgresCode(error, '55P03', /lock timeout/i),
 
-    async deleteExpiredBatch(batchSize) {
-      await refusePartitionedTable();
-      // SKIP LOCKED: two cleanups running at once split the work instead of waiting on each other.
-      return db.$executeRawUnsafe(
-        `delete from ${table} where ctid in (
-           select ctid from ${table}
-           where expires_at <= now() and not (state = 'processing' and locked_until > now())
-           limit $1 for update skip locked)`,
-        batchSize,
-      );
-    },
+    deleteExpiredBatch: (batchSize) => deleteExpired(db, batchSize),
   };
 }
 
@@ -325,35 +311,4 @@ function toRecord(row: RecordRow | ClaimRow): IdempotencyRecord {
     expiresAt: row.expires_at ?? new Date(0),
     replayCount: row.replay_count ?? 0,
   };
-}
-
-/** Finds a Postgres SQLSTATE anywhere in an error's chain (Prisma wraps driver errors differently by path). */
-function hasPostgresCode(error: unknown, sqlState: string): boolean {
-  const seen = new Set<unknown>();
-  let current: unknown = error;
-  while (current && typeof current === 'object' && !seen.has(current)) {
-    seen.add(current);
-    const candidate = current as {
-      code?: unknown;
-      originalCode?: unknown;
-      message?: unknown;
-      cause?: unknown;
-      meta?: unknown;
-    };
-    if (candidate.code === sqlState || candidate.originalCode === sqlState) return true;
-    if (typeof candidate.message === 'string' && candidate.message.includes(sqlState)) return true;
-    if (typeof candidate.message === 'string' && /lock timeout/i.test(candidate.message)) return true;
-    current =
-      candidate.cause ?? (candidate.meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError;
-  }
-  return false;
-}
-
-function quoteTable(name: string): string {
-  if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/.test(name))
-    throw new Error(`Invalid table name: ${name}`);
-  return name
-    .split('.')
-    .map((part) => `"${part}"`)
-    .join('.');
 }

@@ -30,6 +30,7 @@ import {
   type IdempotentRequest,
 } from '../core/handler.ts';
 import { parseIdempotencyKey } from '../core/key.ts';
+import { logKeyHash } from '../core/log-key-hash.ts';
 import { RequestOutcome, type StoredResponse } from '../core/record.ts';
 import type { IdempotencyStore } from '../core/store.ts';
 import { replayedError, storedError, toTRPCError } from './errors.ts';
@@ -150,7 +151,7 @@ export function createIdempotency<TContext extends object, TTx>(
       if (!scope)
         throw new TRPCError({ code: 'UNAUTHORIZED', message: 'An idempotent request needs a principal.' });
       // Only hashed when someone listens: the request path pays for no work nobody reads.
-      if (config.onEvent) keyHash = fingerprintRequest('key', [scope, key]).slice(0, 16);
+      if (config.onEvent) keyHash = logKeyHash(scope, key);
       const request = {
         scope,
         procedure: path,

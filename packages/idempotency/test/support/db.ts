@@ -1,6 +1,10 @@
-/** Test helpers: this run's database (see the root vitest.config.ts) and unique names per test. */
+/**
+ * Test helpers: the library's own key table in a scratch schema of this run's database (see the root
+ * vitest.config.ts), and unique names per test.
+ */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createPrismaClient, type Database } from '@idem/db';
+import { idempotencyKeysSchema } from '../../src/prisma/index.ts';
 
 export function databaseUrl(): string {
   const url = process.env.DATABASE_URL;
@@ -8,8 +12,33 @@ export function databaseUrl(): string {
   return url;
 }
 
+/** A client on this run's (migrated) database, its app tables included. */
 export function connect(max = 10): Database {
   return createPrismaClient({ connectionString: databaseUrl(), max });
+}
+
+/**
+ * A client whose `search_path` is a new schema holding only the key table the library itself defines
+ * (`idempotencyKeysSchema().statements`): unqualified `idempotency_keys`, and any table a test creates, live
+ * there, so the tests need none of the app's migrations. The schema goes with the run's database.
+ */
+export async function connectWithOwnTable(max = 10): Promise<Database> {
+  const schema = uniqueTableName('idem_lib');
+  const setup = createPrismaClient({ connectionString: databaseUrl(), max: 1 });
+  try {
+    await setup.$executeRawUnsafe(`create schema "${schema}"`);
+    for (const statement of idempotencyKeysSchema(`${schema}.idempotency_keys`).statements)
+      await setup.$executeRawUnsafe(statement);
+  } finally {
+    await setup.$disconnect();
+  }
+  return createPrismaClient({ connectionString: withSearchPath(databaseUrl(), schema), max });
+}
+
+/** `url` with libpq's `options` set so every connection of the pool starts with `search_path = schema`. */
+function withSearchPath(url: string, schema: string): string {
+  const options = encodeURIComponent(`-c search_path=${schema}`);
+  return `${url}${url.includes('?') ? '&' : '?'}options=${options}`;
 }
 
 /** Test files share one database and run in parallel: every test uses scopes of its own. */

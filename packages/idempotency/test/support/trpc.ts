@@ -5,7 +5,11 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import superjson from 'superjson';
 import { expect } from 'vitest';
 import type { IdempotencyOptions, IdempotencyStore } from '../../src/index.ts';
-import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../../src/prisma/index.ts';
+import {
+  createPrismaIdempotencyStore,
+  type PrismaStoreOptions,
+  type PrismaTransactionLike,
+} from '../../src/prisma/index.ts';
 import { createIdempotency, type IdempotencyEvent } from '../../src/trpc/index.ts';
 import { uniqueScope } from './db.ts';
 
@@ -21,17 +25,23 @@ export interface TestContext {
 
 type TestStore = IdempotencyStore<PrismaTransactionLike<Database>>;
 
-/** `wrapStore`: a test-supplied store around the Prisma one (a control that changes what the handler sees). */
+/**
+ * `wrapStore`: a test-supplied store around the Prisma one (a control that changes what the handler sees).
+ * `storeOptions`: e.g. `{ leaseRenewal: false }`, so that a lease ends under a running request.
+ */
 export function createTestTRPC(
   db: Database,
   defaults?: IdempotencyOptions,
-  { wrapStore }: { wrapStore?: (store: TestStore) => TestStore } = {},
+  {
+    wrapStore,
+    storeOptions,
+  }: { wrapStore?: (store: TestStore) => TestStore; storeOptions?: PrismaStoreOptions } = {},
 ) {
   // isDev: false → no stack in error shapes, so an error's HTTP body is the same on the first response and
   // on its replays.
   const t = initTRPC.context<TestContext>().create({ transformer: superjson, isDev: false });
   const events: IdempotencyEvent[] = [];
-  const store = createPrismaIdempotencyStore(db);
+  const store = createPrismaIdempotencyStore(db, storeOptions);
   const idempotency = createIdempotency<TestContext, PrismaTransactionLike<Database>>({
     store: wrapStore ? wrapStore(store) : store,
     transformer: superjson,

@@ -8,17 +8,20 @@
  *   retry runs the procedure again. For checkout that is still one order and one charge (the order id and the
  *   provider key are derived from the key), but not every procedure is built that way.
  *
- * The check and the delete happen under the row's lock, against the version the admin looked at: a key that was
- * claimed, taken over or completed since then is refused. The audit row (who, when, which key, the row as it
- * was, which rule allowed it) is written in the same transaction as the delete.
+ * The library's key operations apply the rule (`evict`): the check and the delete happen under the row's lock,
+ * against the version the admin looked at, so a key that was claimed, taken over or completed since then is
+ * refused. This file writes the audit row (who, when, which key, the row as it was, which rule allowed it) in
+ * the same transaction as the delete, and turns a refusal into the admin API's error.
  */
 import type { Database, Prisma } from '@idem/db';
+import type { EvictionRule } from '@idem/idempotency/prisma';
 import { TRPCError } from '@trpc/server';
 import type { KeyRef } from '~/lib/key-ref';
 import type { AdminPrincipal } from '../auth/principal.ts';
+import { keyOperations } from './key-rows.ts';
 import { EVICT_ACTION } from './key-trail.ts';
 
-export type EvictionRule = 'lease_expired' | 'confirmed';
+export type { EvictionRule } from '@idem/idempotency/prisma';
 export const AdminErrorReason = {
   keyGone: 'key_gone',
   keyChanged: 'key_changed',
@@ -56,62 +59,56 @@ export async function evictKey(
   request: EvictRequest,
 ): Promise<EvictResult> {
   const { ref } = request;
-  return db.$transaction(async (tx) => {
-    const rows = await tx.$queryRawUnsafe<
-      Array<{ row: Prisma.JsonObject; state: string; stuck: boolean; version: string }>
-    >(
-      `select to_jsonb(k.*) as row, k.state,
-              (k.state = 'processing' and k.locked_until <= now()) as stuck,
-              left(md5(k.state || '|' || coalesce(k.lease_owner::text, '') || '|' || k.created_at::text || '|' || k.fingerprint), 16)
-                as version
-       from idempotency_keys k where k.scope = $1 and k.procedure = $2 and k.key = $3
-       for update`,
-      ref.scope,
-      ref.procedure,
-      ref.key,
-    );
-    const current = rows[0];
-    if (!current) {
+  const result = await keyOperations(db).evict({
+    key: ref,
+    version: request.version,
+    confirmed: request.confirmNotStuck,
+    // In the eviction's transaction: the audit row commits with the delete, or neither does.
+    audit: async (tx, { rule, before, storedResponse }) => {
+      const snapshot: Prisma.InputJsonObject = {
+        ...before,
+        lockedUntil: before.lockedUntil?.toISOString() ?? null,
+        createdAt: before.createdAt.toISOString(),
+        expiresAt: before.expiresAt.toISOString(),
+        response: storedResponse,
+      };
+      const audit = await tx.adminAuditEvent.create({
+        data: {
+          actor: admin.id,
+          actorEmail: admin.email,
+          action: EVICT_ACTION,
+          target: { scope: ref.scope, procedure: ref.procedure, key: ref.key },
+          before: snapshot,
+          detail: { rule, state: before.state },
+        },
+        select: { id: true },
+      });
+      return audit.id;
+    },
+  });
+  if (result.evicted) {
+    return { rule: result.rule, auditId: result.audit, previousState: result.before.state };
+  }
+  switch (result.reason) {
+    case 'gone':
       throw adminError(
         'NOT_FOUND',
         'key_gone',
         'This key is gone already (evicted, cleaned up, or released).',
       );
-    }
-    if (current.version !== request.version) {
+    case 'changed':
       throw adminError(
         'CONFLICT',
         'key_changed',
         'This key changed since you looked at it (claimed, taken over or completed). Review it again.',
       );
-    }
-    if (!current.stuck && !request.confirmNotStuck) {
+    case 'unconfirmed':
       throw adminError(
         'PRECONDITION_FAILED',
         'not_stuck',
-        current.state === 'completed'
+        result.row?.state === 'completed'
           ? 'This key is completed: evicting it makes the next retry run the procedure again. Confirm explicitly.'
           : 'This key has a live lease: its request may still be running. Confirm explicitly.',
       );
-    }
-    const rule: EvictionRule = current.stuck ? 'lease_expired' : 'confirmed';
-    await tx.$executeRawUnsafe(
-      'delete from idempotency_keys where scope = $1 and procedure = $2 and key = $3',
-      ref.scope,
-      ref.procedure,
-      ref.key,
-    );
-    const audit = await tx.adminAuditEvent.create({
-      data: {
-        actor: admin.id,
-        actorEmail: admin.email,
-        action: EVICT_ACTION,
-        target: { scope: ref.scope, procedure: ref.procedure, key: ref.key },
-        before: current.row,
-        detail: { rule, state: current.state },
-      },
-      select: { id: true },
-    });
-    return { rule, auditId: audit.id, previousState: current.state };
-  });
+  }
 }

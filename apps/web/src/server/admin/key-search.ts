@@ -4,8 +4,9 @@
  * empty search lists the newest keys.
  */
 import type { Database } from '@idem/db';
+import type { FindKeysOptions, KeyFilter } from '@idem/idempotency/prisma';
 import { orderIdForIntent } from '../services/place-order.ts';
-import { KEY_HASH_SQL, type KeyView, selectKeys } from './key-rows.ts';
+import { type KeyView, keyOperations, toKeyView } from './key-rows.ts';
 
 export type KeyMatch = 'recent' | 'key' | 'key_prefix' | 'order' | 'principal' | 'key_hash';
 
@@ -22,34 +23,36 @@ const KEY_HASH = /^[0-9a-f]{16}$/i;
 
 export async function searchKeys(db: Database, rawQuery: string, limit = 50): Promise<KeySearchResult> {
   const query = rawQuery.trim();
+  const find = (filter?: KeyFilter, options: FindKeysOptions = {}) =>
+    findViews(db, filter, { limit, ...options });
   if (query === '') {
-    const keys = await selectKeys(db, 'true', [], limit, 'latest-expiry');
+    const keys = await find(undefined, { order: 'latest-expiry' });
     return { query, keys: keys.map((key) => ({ ...key, matchedBy: 'recent' as const })) };
   }
 
   const searches: Array<Promise<Array<KeyView & { matchedBy: KeyMatch }>>> = [
-    tagged('key', selectKeys(db, 'k.key = $1', [query], limit)),
-    tagged('key_prefix', selectKeys(db, `k.key like $1 escape '\\'`, [`${escapeLike(query)}%`], limit)),
+    tagged('key', find({ key: query })),
+    tagged('key_prefix', find({ keyPrefix: query })),
   ];
   if (/^(user|guest):/.test(query)) {
-    searches.push(tagged('principal', selectKeys(db, 'k.scope = $1', [query], limit)));
+    searches.push(tagged('principal', find({ scope: query })));
   }
   if (query.includes('@')) {
     const user = await db.user.findFirst({
       where: { email: { equals: query, mode: 'insensitive' } },
       select: { id: true },
     });
-    if (user) searches.push(tagged('principal', selectKeys(db, 'k.scope = $1', [`user:${user.id}`], limit)));
+    if (user) searches.push(tagged('principal', find({ scope: `user:${user.id}` })));
   }
   if (UUID.test(query)) {
     const id = query.toLowerCase();
     searches.push(
-      tagged('principal', selectKeys(db, 'k.scope in ($1, $2)', [`user:${id}`, `guest:${id}`], limit)),
+      tagged('principal', find({ scope: [`user:${id}`, `guest:${id}`] })),
       tagged('order', keysForOrder(db, id)),
     );
   }
   if (KEY_HASH.test(query)) {
-    searches.push(tagged('key_hash', selectKeys(db, `${KEY_HASH_SQL} = $1`, [query.toLowerCase()], limit)));
+    searches.push(tagged('key_hash', find({ keyHash: query })));
   }
 
   // Most specific first: an exact key beats a prefix, and each key is listed once.
@@ -72,11 +75,10 @@ export async function searchKeys(db: Database, rawQuery: string, limit = 50): Pr
 export async function keysForOrder(db: Database, orderId: string): Promise<KeyView[]> {
   const order = await db.order.findUnique({ where: { id: orderId }, select: { principal: true } });
   if (!order) return [];
-  const candidates = await selectKeys(
+  const candidates = await findViews(
     db,
-    'k.scope = $1 and k.procedure = $2',
-    [order.principal, ORDER_PROCEDURE],
-    500,
+    { scope: order.principal, procedure: ORDER_PROCEDURE },
+    { limit: 500 },
   );
   return candidates.filter((key) => orderIdForIntent(key) === orderId);
 }
@@ -88,6 +90,6 @@ async function tagged<T>(
   return (await rows).map((row) => ({ ...row, matchedBy }));
 }
 
-function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (char) => `\\${char}`);
+async function findViews(db: Database, filter: KeyFilter | undefined, options: FindKeysOptions) {
+  return (await keyOperations(db).findKeys(filter, options)).map(toKeyView);
 }

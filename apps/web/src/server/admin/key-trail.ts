@@ -2,7 +2,7 @@
  * One key's trail, every hop where a duplicate could have slipped through, on one page:
  *
  *   ① browser intent  the key itself: made once per purchase intent in the browser, sent with every retry
- *   ② API request     its idempotency_keys row (state, lease, replays) and any admin evictions of it
+ *   ② API request     its key row (state, lease, replays) and any admin evictions of it
  *   ③ provider charge our payment row, and the provider's record of the key we derived (`order_<order id>`)
  *   ④ webhook events  the provider's events for that charge, their delivery attempts, our processed_events
  *   ⑤ jobs            pg-boss fulfilment jobs for the order, the shipment and the outbox emails
@@ -15,7 +15,7 @@ import type { Database, Prisma } from '@idem/db';
 import { DEFAULT_SCHEMA } from '@idem/jobs';
 import type { KeyRef } from '~/lib/key-ref';
 import { orderIdForIntent } from '../services/place-order.ts';
-import { type KeyView, selectKeys } from './key-rows.ts';
+import { type KeyView, keyOperations, toKeyView } from './key-rows.ts';
 import { ORDER_PROCEDURE } from './key-search.ts';
 
 export interface AuditEventView {
@@ -108,18 +108,14 @@ export interface KeyTrail {
 }
 
 export async function getKeyTrail(db: Database, ref: KeyRef): Promise<KeyTrail> {
-  const [key] = await selectKeys(
-    db,
-    'k.scope = $1 and k.procedure = $2 and k.key = $3',
-    [ref.scope, ref.procedure, ref.key],
-    1,
-  );
+  const row = await keyOperations(db).findKey(ref);
+  const key = row ? toKeyView(row) : null;
   const evictions = await listEvictions(db, ref);
   const fingerprint = key?.fingerprint ?? fingerprintFrom(evictions[0]?.before);
 
   const empty: KeyTrail = {
     ref,
-    key: key ?? null,
+    key,
     evictions,
     fingerprint,
     order: null,

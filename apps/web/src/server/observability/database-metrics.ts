@@ -1,10 +1,12 @@
 /**
- * The metrics that live in the database, read at scrape time with one cheap query: the key gauges (one pass
- * over the `processing` rows) and the persisted counters of `operational_counters` — written by the worker and
- * by every web process in the same transaction as the work they count.
+ * The metrics that live in the database, read at scrape time: the key gauges (the library's count of the
+ * `processing` keys) and the persisted counters of `operational_counters` — written by the worker and by every
+ * web process in the same transaction as the work they count.
  */
 import type { Database } from '@idem/db';
+import { DEFAULT_IDEMPOTENCY_TABLE } from '@idem/idempotency/prisma';
 import type { Counter } from 'prom-client';
+import { keyOperations } from '../admin/key-rows.ts';
 import { logger } from './log.ts';
 import { metrics } from './metrics.ts';
 import { PersistedCounter } from './persisted-counters.ts';
@@ -22,7 +24,7 @@ const bindings: Record<string, CounterBinding> = {
   [PersistedCounter.cleanupRowsRemoved]: {
     metric: metrics.cleanupRowsRemoved,
     labelName: 'table',
-    knownLabels: ['idempotency_keys', 'processed_events'],
+    knownLabels: [DEFAULT_IDEMPOTENCY_TABLE, 'processed_events'],
   },
   [PersistedCounter.webhookDuplicatesDropped]: {
     metric: metrics.webhookDuplicatesDropped,
@@ -53,32 +55,23 @@ export interface DatabaseMetricsSnapshot {
 }
 
 /**
- * One round trip. The key counts scan `idempotency_keys` once: there is deliberately no index on `state`, because
- * a (partial) index on it would add index writes to every claim and make every completion a non-HOT update — on
- * the request path the benchmark measures. Callers go through `databaseMetricsSnapshot` (cached, shared).
+ * Two queries at once: the key counts (`countProcessing`: one pass over the processing keys — the `(scope,
+ * state)` index leads with scope, so it does not narrow a count over every scope) and the counters. Callers go
+ * through `databaseMetricsSnapshot` (cached, shared).
  */
 export async function readDatabaseMetrics(db: Database): Promise<DatabaseMetricsSnapshot> {
-  const rows = await db.$queryRawUnsafe<
-    Array<{ in_flight: number; leases_expired: number; counters: DatabaseMetricsSnapshot['counters'] }>
-  >(
-    `select k.in_flight, k.leases_expired,
-       coalesce((select json_agg(json_build_object('name', name, 'label', label, 'value', value::float8))
-         from operational_counters), '[]'::json) as counters
-     from (select count(*) filter (where locked_until > now())::int as in_flight,
-                  count(*) filter (where locked_until is null or locked_until <= now())::int as leases_expired
-           from idempotency_keys where state = 'processing') as k`,
-  );
-  const row = rows[0];
-  return {
-    keysInFlight: row?.in_flight ?? 0,
-    leasesExpired: row?.leases_expired ?? 0,
-    counters: row?.counters ?? [],
-  };
+  const [keys, counters] = await Promise.all([
+    keyOperations(db).countProcessing(),
+    db.$queryRawUnsafe<DatabaseMetricsSnapshot['counters']>(
+      `select name, label, value::float8 as value from operational_counters`,
+    ),
+  ]);
+  return { keysInFlight: keys.inFlight, leasesExpired: keys.stuck, counters };
 }
 
 /**
- * How old a snapshot may be before it is read again. The key count is a sequential scan (≈0.6 s for 230k keys
- * on a busy 2-core machine): scrapes, several open dashboards and a scrape storm share one read per interval.
+ * How old a snapshot may be before it is read again. The key count reads every processing key, so scrapes,
+ * several open dashboards and a scrape storm share one read per interval.
  */
 export const DATABASE_METRICS_MAX_AGE_MS = 10_000;
 

@@ -104,7 +104,7 @@ export default async function KeyTrailPage({ params }: { params: Promise<{ ref: 
                     {formatUtc(event.createdAt)} — <strong>evicted</strong> by {event.actorEmail} (
                     {event.rule === 'lease_expired' ? 'lease had expired' : 'explicitly confirmed'}); the row
                     was <code>{String(event.before?.state ?? '?')}</code>, lease until{' '}
-                    <code>{String(event.before?.locked_until ?? '—')}</code>
+                    <code>{String(event.before?.lockedUntil ?? '—')}</code>
                   </li>
                 ))}
               </ul>
