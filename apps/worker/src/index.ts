@@ -33,7 +33,7 @@ export interface WorkerOptions {
   maintenanceIntervalSeconds?: number;
   /** Cron of the cleanup (UTC); null removes the schedule. Default every 5 minutes. */
   cleanupCron?: string | null;
-  /** Batch size and retention of the cleanup (the table names are for tests). */
+  /** Batch size and retention of the cleanup. */
   cleanup?: CleanupOptions;
   /**
    * The payment provider the reconciler asks (a client, or where to reach one). Unset: no reconciler in this

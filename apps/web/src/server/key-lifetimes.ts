@@ -8,7 +8,7 @@
 export interface KeyLifetimes {
   /** After this the browser no longer re-sends an unresolved intent: it asks what happened to the order. */
   browserIntentHours: number;
-  /** How long the server's `idempotency_keys` row replays the stored answer (72 h: money needs 48–72 h). */
+  /** How long the server's idempotency-key row replays the stored answer (72 h: money needs 48–72 h). */
   serverRetentionHours: number;
   /** How long the payment provider remembers its Idempotency-Key (the provider's documented retention). */
   providerRetentionHours: number;

@@ -2,6 +2,7 @@
  * Prometheus metrics (`GET /api/metrics`). One registry per server process, kept on globalThis because Next's dev
  * server re-evaluates modules (registering a metric twice throws).
  */
+import { DEFAULT_IDEMPOTENCY_TABLE } from '@idem/idempotency/prisma';
 import type { IdempotencyEvent } from '@idem/idempotency/trpc';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -47,7 +48,7 @@ function createMetrics() {
     }),
     cleanupRowsRemoved: new Counter({
       name: 'idem_cleanup_rows_removed_total',
-      help: 'Rows deleted by the cleanup, by table (idempotency_keys, processed_events), all processes.',
+      help: `Rows deleted by the cleanup, by table (${DEFAULT_IDEMPOTENCY_TABLE}, processed_events), all processes.`,
       labelNames: ['table'] as const,
       registers: [registry],
     }),
