@@ -285,7 +285,7 @@ describe('the packed package', () => {
     }
   });
 
-  it('(d) plain Node loads every runtime subpath from dist (require on Node ≥ 20.19, and import)', async () => {
+  it('(d) plain Node loads every runtime subpath from dist (require on Node ≥ 24, and import)', async () => {
     const specifiers = subpaths.map((subpath) =>
       subpath === '.' ? packed.name : `${packed.name}/${subpath.slice(2)}`,
     );
