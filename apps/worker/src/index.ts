@@ -146,7 +146,6 @@ export function workerOptionsFromEnv(env: WorkerEnv, log: Logger = consoleLogger
   };
 }
 
-export { type CounterId, incrementCounter, WorkerCounter } from './counters.ts';
 export { parseWorkerEnv, type WorkerEnv, WorkerEnvError } from './env.ts';
 export {
   type CleanupOptions,

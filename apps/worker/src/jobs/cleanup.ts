@@ -5,16 +5,17 @@
  * double-counting) each other.
  *
  * Every batch adds its deleted rows to `operational_counters` in the same transaction as the delete, and a
- * finished run adds one to `cleanup_runs`: the web app's /api/metrics reads them (see ../counters.ts).
+ * finished run adds one to `cleanup_runs`: the web app's /api/metrics reads them (see @idem/contracts).
  *
  * Runs on a pg-boss schedule in the worker; `runCleanup` is exported for `pnpm idem:cleanup` too
  * (import from `@idem/worker/cleanup`). The tables are named unqualified: a test runs the cleanup on private
  * copies by putting their schema first in its connection's search_path.
  */
+
+import { incrementCounter, incrementCounterSql, WorkerCounter } from '@idem/contracts';
 import type { Database } from '@idem/db';
 import { type CleanupResult, createIdempotencyKeyOperations } from '@idem/idempotency/prisma';
 import { type PgBoss, Queue } from '@idem/jobs';
-import { incrementCounter, incrementCounterSql, WorkerCounter } from '../counters.ts';
 import type { Logger } from '../log.ts';
 
 export const DEFAULT_CLEANUP_CRON = '*/5 * * * *';
