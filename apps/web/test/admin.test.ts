@@ -248,10 +248,39 @@ describe('one key trail', () => {
     expect(trail.order).toMatchObject({ id: placed.orderId, status: 'paid' });
     expect(trail.payment).toMatchObject({ status: 'succeeded' });
     expect(trail.provider).toMatchObject({ available: true, idempotencyKey: `order_${placed.orderId}` });
-    expect(trail.provider?.keyRecord?.responseStatus).toBe(200);
     expect(trail.provider?.charges).toHaveLength(1);
     expect(trail.provider?.charges[0]?.id).toBe(trail.payment?.providerChargeId);
     expect(trail.provider?.events.map((event) => event.type)).toEqual(['charge.succeeded']);
+    expect(trail.jobs).toEqual({ available: true, items: [] });
+
+    // The provider's part comes through its API: every request the trail makes is a GET under /v1.
+    const { getKeyTrail } = await import('~/server/admin/key-trail');
+    const { createProviderReader } = await import('~/server/admin/provider-reader');
+    const asked: string[] = [];
+    const countingFetch: typeof fetch = (input, init) => {
+      asked.push(`${init?.method ?? 'GET'} ${new URL(String(input)).pathname}`);
+      return fetch(input, init);
+    };
+    const ref = { scope, procedure: 'checkout.placeOrder', key };
+    const viaApi = await getKeyTrail(db, ref, {
+      provider: createProviderReader({
+        baseUrl: provider.url,
+        secretKey: 'sk_test_idem',
+        fetch: countingFetch,
+      }),
+      fulfilmentJobs: async () => [],
+    });
+    expect(viaApi.provider).toEqual(trail.provider);
+    expect(asked).toEqual(['GET /v1/charges', 'GET /v1/events']);
+
+    // An unreachable provider or job queue is reported as such; the rest of the trail is still there.
+    const unreachable = await getKeyTrail(db, ref, {
+      provider: createProviderReader({ baseUrl: 'http://127.0.0.1:9', secretKey: 'sk_test_idem' }),
+      fulfilmentJobs: () => Promise.reject(new Error('queue down')),
+    });
+    expect(unreachable.provider).toMatchObject({ available: false, charges: [], events: [] });
+    expect(unreachable.jobs).toEqual({ available: false, items: [] });
+    expect(unreachable.order).toMatchObject({ id: placed.orderId, status: 'paid' });
 
     // Another procedure's key has no order steps.
     const other = await insertKey('completed');
