@@ -4,8 +4,8 @@
  * traffic and safe to run twice at once.
  */
 import { createPrismaClient } from '@idem/db';
+import { EMBEDDED_PASSWORD, EMBEDDED_USER } from '@idem/dev-db/postgres';
 import { formatCleanupSummary, runCleanup } from '@idem/worker/cleanup';
-import { EMBEDDED_PASSWORD, EMBEDDED_USER } from './lib/postgres.ts';
 
 const embeddedDevUrl = `postgresql://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${process.env.EMBEDDED_PG_PORT ?? 54329}/idem`;
 const connectionString = process.env.DATABASE_URL ?? embeddedDevUrl;

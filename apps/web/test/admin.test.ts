@@ -6,13 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '@idem/db';
 import { hashApiToken } from '@idem/db';
+import { seedDatabase } from '@idem/dev-db/seed';
+import { demoAdmin, demoUsers } from '@idem/dev-db/seed-data';
 import { fingerprintRequest } from '@idem/idempotency';
 import { startProvider } from '@idem/provider';
 import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeKeyRef, encodeKeyRef, type KeyRef } from '~/lib/key-ref';
-import { seedDatabase } from '../../../prisma/seed.ts';
-import { demoAdmin, demoUsers } from '../../../prisma/seed-data.ts';
 
 type App = {
   POST: (request: Request) => Promise<Response>;

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createPrismaClient } from '@idem/db';
+import { seedDatabase } from '@idem/dev-db/seed';
 import { fulfilOrder, runCleanup } from '@idem/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -16,7 +17,6 @@ import {
 import { metrics } from '~/server/observability/metrics';
 import { handleProviderEvent } from '~/server/webhooks/handle-provider-event';
 import type { ProviderEvent } from '~/server/webhooks/provider-event';
-import { seedDatabase } from '../../../prisma/seed.ts';
 import { createPrivateDatabase, type PrivateDatabase } from './helpers/private-database.ts';
 
 const silent = { info: () => {}, error: () => {} };
