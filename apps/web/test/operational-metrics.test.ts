@@ -5,9 +5,10 @@
  * share the main one); each count has its control (work that must NOT be counted).
  */
 import { randomUUID } from 'node:crypto';
+import { runCleanup } from '@idem/cleanup';
 import { createPrismaClient } from '@idem/db';
 import { seedDatabase } from '@idem/dev-db/seed';
-import { fulfilOrder, runCleanup } from '@idem/worker';
+import { fulfilOrder } from '@idem/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   databaseMetricsSnapshot,
