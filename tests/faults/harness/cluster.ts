@@ -11,7 +11,7 @@ import { createPrismaClient, type Database } from '@idem/db';
 import { migrateDatabase, repoRoot } from '@idem/dev-db/migrate';
 import { createDatabase, dropDatabase, scratchDatabaseName } from '@idem/dev-db/postgres';
 import { seedDatabase } from '@idem/dev-db/seed';
-import { startProvider } from '../../../apps/provider/src/index.ts';
+import { startProvider } from '@idem/provider';
 import { freePort } from '../../setup/free-port.ts';
 
 export type Provider = Awaited<ReturnType<typeof startProvider>>;
