@@ -11,7 +11,7 @@ export default defineConfig({
   schema: 'prisma/schema.prisma',
   migrations: {
     path: 'prisma/migrations',
-    seed: 'tsx prisma/seed.ts',
+    seed: 'tsx packages/dev-db/src/seed.ts',
   },
   // Read lazily by the commands that need a database; `prisma generate` works without DATABASE_URL.
   datasource: { url: process.env.DATABASE_URL },

@@ -3,9 +3,10 @@
  * lease is live) and processed webhook events past their retention, in batches. Safe while the app serves
  * traffic and safe to run twice at once.
  */
+
+import { formatCleanupSummary, runCleanup } from '@idem/cleanup';
 import { createPrismaClient } from '@idem/db';
-import { formatCleanupSummary, runCleanup } from '@idem/worker/cleanup';
-import { EMBEDDED_PASSWORD, EMBEDDED_USER } from './lib/postgres.ts';
+import { EMBEDDED_PASSWORD, EMBEDDED_USER } from '@idem/dev-db/postgres';
 
 const embeddedDevUrl = `postgresql://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${process.env.EMBEDDED_PG_PORT ?? 54329}/idem`;
 const connectionString = process.env.DATABASE_URL ?? embeddedDevUrl;

@@ -7,9 +7,9 @@
  * also planted — a processing row whose lease has ended, as a crashed server leaves it — for the stuck-keys list.
  */
 import { randomUUID } from 'node:crypto';
+import { demoAdmin, demoUsers } from '@idem/dev-db/seed-data';
 import { chromium } from '@playwright/test';
 import pg from 'pg';
-import { demoAdmin, demoUsers } from '../prisma/seed-data.ts';
 
 const args = process.argv.slice(2);
 const baseUrl = args.find((arg) => !arg.startsWith('--')) ?? 'http://localhost:3000';

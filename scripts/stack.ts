@@ -11,8 +11,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { demoUsers } from '../prisma/seed-data.ts';
-import { migrateDatabase, repoRoot, runPrisma } from './lib/migrate.ts';
+import { migrateDatabase, repoRoot, runPrisma } from '@idem/dev-db/migrate';
 import {
   assertPortFree,
   createDatabase,
@@ -26,7 +25,8 @@ import {
   startEmbeddedServer,
   useExternalServer,
   withDatabase,
-} from './lib/postgres.ts';
+} from '@idem/dev-db/postgres';
+import { demoUsers } from '@idem/dev-db/seed-data';
 import { type ManagedProcess, startProcess, stopProcesses, waitForHttp } from './lib/processes.ts';
 import { type StackMode, stackSecrets } from './lib/secrets.ts';
 
@@ -112,7 +112,7 @@ async function main() {
 
   // Imported only now: on a fresh clone the Prisma client is generated a few lines above.
   const { createPrismaClient } = await import('@idem/db');
-  const { seedDatabase } = await import('../prisma/seed.ts');
+  const { seedDatabase } = await import('@idem/dev-db/seed');
   const db = createPrismaClient({ connectionString: databaseUrl, max: 1 });
   const { productsCreated } = await seedDatabase(db).finally(() => db.$disconnect());
   if (productsCreated > 0) log(`seeded ${productsCreated} products`);

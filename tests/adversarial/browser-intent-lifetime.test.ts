@@ -5,8 +5,9 @@
  * request: the browser must stop re-sending before that. The record is aged in storage (an old `createdAt`) and
  * the server's key row past its expiry, instead of waiting.
  */
+
+import type { Database } from '@idem/db';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../packages/db/src/index.ts';
 import {
   createReloadHarness,
   linkTransformer,

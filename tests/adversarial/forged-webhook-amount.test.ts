@@ -9,10 +9,10 @@
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { createPrismaClient } from '@idem/db';
+import { seedDatabase } from '@idem/dev-db/seed';
+import { enqueueFulfilment, prismaTransactionDb } from '@idem/jobs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { enqueueFulfilment, prismaTransactionDb } from '../../packages/jobs/src/index.ts';
-import { seedDatabase } from '../../prisma/seed.ts';
 
 const DEMO_WEBHOOK_SECRET = 'whsec_test_idem';
 const databaseUrl = process.env.DATABASE_URL ?? '';

@@ -9,10 +9,11 @@
  * The user's script, the same in every run: Pay (the response is lost), reload, "Check payment status" (re-send
  * the stored payload); if that did not end in an order, Pay again.
  */
+
+import type { Database } from '@idem/db';
+import { retryReasonOf } from '@idem/idempotency/client';
+import { jsonSerializer } from '@idem/idempotency/react';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../packages/db/src/index.ts';
-import { retryReasonOf } from '../../packages/idempotency/src/client/index.ts';
-import { jsonSerializer } from '../../packages/idempotency/src/react/index.ts';
 import {
   createReloadHarness,
   linkTransformer,

@@ -4,14 +4,14 @@
  * it — and only in the caller's own scope. Through createCaller against this run's database and a real provider.
  */
 
+import { seedDatabase } from '@idem/dev-db/seed';
+import { demoUsers } from '@idem/dev-db/seed-data';
 import { createProviderClient } from '@idem/payments';
+import { startProvider } from '@idem/provider';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
 import { createCaller } from '~/server/root';
 import { createTRPCContext } from '~/server/trpc';
-import { startProvider } from '../../apps/provider/src/index.ts';
-import { seedDatabase } from '../../prisma/seed.ts';
-import { demoUsers } from '../../prisma/seed-data.ts';
 
 const [alice, bob] = demoUsers;
 let provider: Awaited<ReturnType<typeof startProvider>>;

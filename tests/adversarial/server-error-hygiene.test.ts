@@ -11,6 +11,8 @@
  * 4xx business messages unchanged; the malformed cookie counts as absent.
  */
 import { createPrismaClient } from '@idem/db';
+import { seedDatabase } from '@idem/dev-db/seed';
+import { demoUsers } from '@idem/dev-db/seed-data';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type CheckoutServers, startCheckoutServers } from '../../apps/web/test/helpers/checkout-servers.ts';
 import { type LoopbackServer, serveOnLoopback } from '../../apps/web/test/helpers/loopback-http.ts';
@@ -19,8 +21,6 @@ import {
   initTRPC,
   superjson,
 } from '../../packages/idempotency/test/support/server-peers.ts';
-import { seedDatabase } from '../../prisma/seed.ts';
-import { demoUsers } from '../../prisma/seed-data.ts';
 
 const PROVIDER_MESSAGE = 'Payment provider rejected the request (400): No such token: tok_h1_internal';
 const MISSING_TABLE = 'no_such_table_h1_hygiene';

@@ -14,9 +14,9 @@
  */
 import { createRequire } from 'node:module';
 import { createPrismaClient } from '@idem/db';
+import { seedDatabase } from '@idem/dev-db/seed';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CheckoutServers, startCheckoutServers } from '../../apps/web/test/helpers/checkout-servers.ts';
-import { seedDatabase } from '../../prisma/seed.ts';
 
 // The web app's own `next` (the root workspace does not depend on it).
 const { NextRequest } = createRequire(new URL('../../apps/web/package.json', import.meta.url))(

@@ -12,14 +12,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Database } from '@idem/db';
+import { seedDatabase } from '@idem/dev-db/seed';
+import { demoUsers } from '@idem/dev-db/seed-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type CheckoutServers, startCheckoutServers } from '../../apps/web/test/helpers/checkout-servers.ts';
 import { connect, deferred, uniqueScope, waitUntil } from '../../packages/idempotency/test/support/db.ts';
 import { fetchRequestHandler, superjson } from '../../packages/idempotency/test/support/server-peers.ts';
 import { createTestTRPC, keyRows } from '../../packages/idempotency/test/support/trpc.ts';
-import { seedDatabase } from '../../prisma/seed.ts';
-import { demoUsers } from '../../prisma/seed-data.ts';
 
 let db: Database;
 beforeAll(() => {

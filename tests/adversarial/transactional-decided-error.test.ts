@@ -11,14 +11,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Database } from '@idem/db';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ClaimRequest,
   fingerprintRequest,
   IdempotencyError,
   IdempotencyErrorCode,
   type StoredResponse,
-} from '../../packages/idempotency/src/index.ts';
+} from '@idem/idempotency';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, uniqueScope } from '../../packages/idempotency/test/support/db.ts';
 import { TRPCError } from '../../packages/idempotency/test/support/server-peers.ts';
 import {

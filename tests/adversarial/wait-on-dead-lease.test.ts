@@ -12,8 +12,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Database } from '@idem/db';
+import { fingerprintRequest } from '@idem/idempotency';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fingerprintRequest } from '../../packages/idempotency/src/index.ts';
 import { connect, uniqueScope } from '../../packages/idempotency/test/support/db.ts';
 import {
   createTestTRPC,

@@ -5,9 +5,9 @@
  * confirmation — with the control that a completed key cannot be evicted without ticking the box.
  */
 import { randomUUID } from 'node:crypto';
+import { demoAdmin, demoUsers } from '@idem/dev-db/seed-data';
 import { type Browser, expect, type Page, test } from '@playwright/test';
 import pg from 'pg';
-import { demoAdmin, demoUsers } from '../../prisma/seed-data.ts';
 import { expectConfirmation, payButton, readyToPay } from './support.ts';
 
 const [alice] = demoUsers;

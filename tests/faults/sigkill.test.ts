@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { runCleanup } from '@idem/worker/cleanup';
+import { runCleanup } from '@idem/cleanup';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Cluster } from './harness/cluster.ts';
 import { checkInvariants, formatTable, type InvariantReport, type RunFigures } from './harness/invariants.ts';

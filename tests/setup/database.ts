@@ -6,8 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { TestProject } from 'vitest/node';
-import { migrateDatabase } from '../../scripts/lib/migrate.ts';
+import { migrateDatabase } from '@idem/dev-db/migrate';
 import {
   createDatabase,
   dropDatabase,
@@ -15,7 +14,8 @@ import {
   scratchDatabaseName,
   startEmbeddedServer,
   useExternalServer,
-} from '../../scripts/lib/postgres.ts';
+} from '@idem/dev-db/postgres';
+import type { TestProject } from 'vitest/node';
 import { freePort } from './free-port.ts';
 
 declare module 'vitest' {

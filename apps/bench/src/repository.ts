@@ -1,13 +1,10 @@
 /**
- * What the benchmarks take from the repository root rather than from a workspace package: the dev stack's
- * Postgres and migration helpers (scripts/lib) and the demo seed (prisma/). This is the one module of the bench
- * package that imports across its own root; every other module imports them from here.
+ * What the benchmarks take from the dev database tooling (@idem/dev-db: Postgres, migrations, the demo seed)
+ * and the repository's layout; every other module of the bench package imports them from here.
  */
 import path from 'node:path';
 
-export { seedDatabase } from '../../../prisma/seed.ts';
-export { demoUsers } from '../../../prisma/seed-data.ts';
-export { migrateDatabase, repoRoot } from '../../../scripts/lib/migrate.ts';
+export { migrateDatabase, repoRoot } from '@idem/dev-db/migrate';
 export {
   createDatabase,
   dropDatabase,
@@ -16,7 +13,9 @@ export {
   scratchDatabaseName,
   useExternalServer,
   withDatabase,
-} from '../../../scripts/lib/postgres.ts';
+} from '@idem/dev-db/postgres';
+export { seedDatabase } from '@idem/dev-db/seed';
+export { demoUsers } from '@idem/dev-db/seed-data';
 
 /** apps/bench: where this package's own dependencies (the peers' libraries) are installed. */
 export const benchRoot = path.resolve(import.meta.dirname, '..');

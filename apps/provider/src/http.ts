@@ -108,6 +108,11 @@ export function createRequestListener(deps: AppDeps): RequestListener {
         throw methodNotAllowed(method, path, ['GET', 'POST']);
       }
 
+      if (path === '/v1/events') {
+        if (method !== 'GET') throw methodNotAllowed(method, path, ['GET']);
+        return json(200, { object: 'list', data: await listEvents(deps.pool, parseEventsQuery(url)) });
+      }
+
       if (path === '/v1/refunds') {
         if (method === 'POST') return postRefund(req);
         throw methodNotAllowed(method, path, ['POST']);
@@ -249,6 +254,26 @@ async function flushRoute(req: IncomingMessage, webhooks: WebhookDispatcher | un
     );
   }
   return json(200, { object: 'list', data: await webhooks.flush(result.data.order) });
+}
+
+const EVENTS_MAX_LIMIT = 100;
+
+/** `GET /v1/events?charge=ch_…&limit=n`: the newest `limit` (default and maximum 100), optionally of one charge. */
+function parseEventsQuery(url: URL): { charge?: string; limit: number } {
+  for (const name of url.searchParams.keys()) {
+    if (name !== 'charge' && name !== 'limit')
+      throw invalidRequest(`Received unknown parameter: ${name}`, { param: name });
+  }
+  const charge = url.searchParams.get('charge');
+  if (charge === '') throw invalidRequest('Invalid charge: must not be empty.', { param: 'charge' });
+  const rawLimit = url.searchParams.get('limit');
+  const limit = rawLimit === null ? EVENTS_MAX_LIMIT : Number(rawLimit);
+  if (!/^\d+$/.test(rawLimit ?? '1') || limit < 1 || limit > EVENTS_MAX_LIMIT) {
+    throw invalidRequest(`Invalid limit: must be an integer from 1 to ${EVENTS_MAX_LIMIT}.`, {
+      param: 'limit',
+    });
+  }
+  return { limit, ...(charge === null ? {} : { charge }) };
 }
 
 function errorReply(err: unknown, what: string, log: (line: string) => void): Reply {

@@ -6,13 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '@idem/db';
 import { hashApiToken } from '@idem/db';
+import { seedDatabase } from '@idem/dev-db/seed';
+import { demoAdmin, demoUsers } from '@idem/dev-db/seed-data';
 import { fingerprintRequest } from '@idem/idempotency';
 import { startProvider } from '@idem/provider';
 import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeKeyRef, encodeKeyRef, type KeyRef } from '~/lib/key-ref';
-import { seedDatabase } from '../../../prisma/seed.ts';
-import { demoAdmin, demoUsers } from '../../../prisma/seed-data.ts';
 
 type App = {
   POST: (request: Request) => Promise<Response>;
@@ -248,10 +248,39 @@ describe('one key trail', () => {
     expect(trail.order).toMatchObject({ id: placed.orderId, status: 'paid' });
     expect(trail.payment).toMatchObject({ status: 'succeeded' });
     expect(trail.provider).toMatchObject({ available: true, idempotencyKey: `order_${placed.orderId}` });
-    expect(trail.provider?.keyRecord?.responseStatus).toBe(200);
     expect(trail.provider?.charges).toHaveLength(1);
     expect(trail.provider?.charges[0]?.id).toBe(trail.payment?.providerChargeId);
     expect(trail.provider?.events.map((event) => event.type)).toEqual(['charge.succeeded']);
+    expect(trail.jobs).toEqual({ available: true, items: [] });
+
+    // The provider's part comes through its API: every request the trail makes is a GET under /v1.
+    const { getKeyTrail } = await import('~/server/admin/key-trail');
+    const { createProviderReader } = await import('~/server/admin/provider-reader');
+    const asked: string[] = [];
+    const countingFetch: typeof fetch = (input, init) => {
+      asked.push(`${init?.method ?? 'GET'} ${new URL(String(input)).pathname}`);
+      return fetch(input, init);
+    };
+    const ref = { scope, procedure: 'checkout.placeOrder', key };
+    const viaApi = await getKeyTrail(db, ref, {
+      provider: createProviderReader({
+        baseUrl: provider.url,
+        secretKey: 'sk_test_idem',
+        fetch: countingFetch,
+      }),
+      fulfilmentJobs: async () => [],
+    });
+    expect(viaApi.provider).toEqual(trail.provider);
+    expect(asked).toEqual(['GET /v1/charges', 'GET /v1/events']);
+
+    // An unreachable provider or job queue is reported as such; the rest of the trail is still there.
+    const unreachable = await getKeyTrail(db, ref, {
+      provider: createProviderReader({ baseUrl: 'http://127.0.0.1:9', secretKey: 'sk_test_idem' }),
+      fulfilmentJobs: () => Promise.reject(new Error('queue down')),
+    });
+    expect(unreachable.provider).toMatchObject({ available: false, charges: [], events: [] });
+    expect(unreachable.jobs).toEqual({ available: false, items: [] });
+    expect(unreachable.order).toMatchObject({ id: placed.orderId, status: 'paid' });
 
     // Another procedure's key has no order steps.
     const other = await insertKey('completed');

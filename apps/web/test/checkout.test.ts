@@ -3,6 +3,8 @@
  * payment provider process (in-process HTTP server on loopback).
  */
 
+import { seedDatabase } from '@idem/dev-db/seed';
+import { demoUsers } from '@idem/dev-db/seed-data';
 import { createProviderClient } from '@idem/payments';
 import { startProvider } from '@idem/provider';
 import { TRPCError } from '@trpc/server';
@@ -13,8 +15,6 @@ import { db } from '~/server/db';
 import { reasonOf } from '~/server/errors';
 import { createCaller } from '~/server/root';
 import { createTRPCContext } from '~/server/trpc';
-import { seedDatabase } from '../../../prisma/seed.ts';
-import { demoUsers } from '../../../prisma/seed-data.ts';
 
 const [alice, bob] = demoUsers;
 let provider: Awaited<ReturnType<typeof startProvider>>;

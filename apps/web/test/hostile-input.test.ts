@@ -12,12 +12,12 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPrismaClient, generateApiToken, hashApiToken } from '@idem/db';
+import { seedDatabase } from '@idem/dev-db/seed';
 import { fingerprintRequest } from '@idem/idempotency';
 import { startProvider } from '@idem/provider';
 import superjson from 'superjson';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { orderIdForIntent } from '~/server/services/place-order';
-import { seedDatabase } from '../../../prisma/seed.ts';
 import {
   type CaseResult,
   errorMessageOf,

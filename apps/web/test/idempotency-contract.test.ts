@@ -10,13 +10,13 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPrismaClient, generateApiToken, hashApiToken } from '@idem/db';
+import { seedDatabase } from '@idem/dev-db/seed';
+import { demoUsers } from '@idem/dev-db/seed-data';
 import { fingerprintRequest } from '@idem/idempotency';
 import type { startProvider } from '@idem/provider';
 import superjson from 'superjson';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { orderIdForIntent } from '~/server/services/place-order';
-import { seedDatabase } from '../../../prisma/seed.ts';
-import { demoUsers } from '../../../prisma/seed-data.ts';
 import { type CheckoutServers, startCheckoutServers } from './helpers/checkout-servers.ts';
 import { type LoopbackServer, rawHttpRequest } from './helpers/loopback-http.ts';
 

@@ -3,10 +3,10 @@
  * per procedure (executed, replayed, rejected) and their latencies observed.
  */
 import { createPrismaClient } from '@idem/db';
+import { seedDatabase } from '@idem/dev-db/seed';
+import { demoUsers } from '@idem/dev-db/seed-data';
 import { startProvider } from '@idem/provider';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedDatabase } from '../../../prisma/seed.ts';
-import { demoUsers } from '../../../prisma/seed-data.ts';
 
 let provider: Awaited<ReturnType<typeof startProvider>>;
 let POST: (request: Request) => Promise<Response>;

@@ -5,8 +5,10 @@
  * share the main one); each count has its control (work that must NOT be counted).
  */
 import { randomUUID } from 'node:crypto';
+import { runCleanup } from '@idem/cleanup';
 import { createPrismaClient } from '@idem/db';
-import { fulfilOrder, runCleanup } from '@idem/worker';
+import { seedDatabase } from '@idem/dev-db/seed';
+import { fulfilOrder } from '@idem/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   databaseMetricsSnapshot,
@@ -16,7 +18,6 @@ import {
 import { metrics } from '~/server/observability/metrics';
 import { handleProviderEvent } from '~/server/webhooks/handle-provider-event';
 import type { ProviderEvent } from '~/server/webhooks/provider-event';
-import { seedDatabase } from '../../../prisma/seed.ts';
 import { createPrivateDatabase, type PrivateDatabase } from './helpers/private-database.ts';
 
 const silent = { info: () => {}, error: () => {} };

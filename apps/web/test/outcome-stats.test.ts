@@ -4,12 +4,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createPrismaClient, type Database } from '@idem/db';
+import { seedDatabase } from '@idem/dev-db/seed';
+import { demoUsers } from '@idem/dev-db/seed-data';
 import { startProvider } from '@idem/provider';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getOutcomeSeries } from '~/server/admin/outcome-series';
 import { createOutcomeStatsBuffer, type OutcomeCount } from '~/server/observability/outcome-stats-buffer';
-import { seedDatabase } from '../../../prisma/seed.ts';
-import { demoUsers } from '../../../prisma/seed-data.ts';
 import { createPrivateDatabase, type PrivateDatabase } from './helpers/private-database.ts';
 
 const MINUTE = 60_000;

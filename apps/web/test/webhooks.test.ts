@@ -5,9 +5,9 @@
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { createPrismaClient } from '@idem/db';
+import { seedDatabase } from '@idem/dev-db/seed';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedDatabase } from '../../../prisma/seed.ts';
 
 const SECRET = 'whsec_test_idem';
 const databaseUrl = process.env.DATABASE_URL ?? '';

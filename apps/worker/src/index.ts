@@ -3,11 +3,13 @@
  * scheduled cleanup of idempotency keys and processed events, and the payment reconciler (pending orders
  * settled from the provider's answer). `main.ts` is the process entry.
  */
+
+import type { CleanupOptions } from '@idem/cleanup';
 import { createPrismaClient, type Database } from '@idem/db';
 import { type FulfilmentQueueSettings, type PgBoss, Queue, startJobQueue } from '@idem/jobs';
 import { createProviderClient, type PaymentProvider } from '@idem/payments';
 import type { WorkerEnv } from './env.ts';
-import { type CleanupOptions, DEFAULT_CLEANUP_CRON, scheduleCleanup, workCleanup } from './jobs/cleanup.ts';
+import { DEFAULT_CLEANUP_CRON, scheduleCleanup, workCleanup } from './jobs/cleanup.ts';
 import { workFulfilment } from './jobs/fulfilment.ts';
 import {
   DEFAULT_RECONCILE_CRON,
@@ -146,17 +148,8 @@ export function workerOptionsFromEnv(env: WorkerEnv, log: Logger = consoleLogger
   };
 }
 
-export { type CounterId, incrementCounter, WorkerCounter } from './counters.ts';
 export { parseWorkerEnv, type WorkerEnv, WorkerEnvError } from './env.ts';
-export {
-  type CleanupOptions,
-  type CleanupSummary,
-  DEFAULT_CLEANUP_CRON,
-  DEFAULT_PROCESSED_EVENTS_RETENTION_HOURS,
-  deleteOldProcessedEvents,
-  formatCleanupSummary,
-  runCleanup,
-} from './jobs/cleanup.ts';
+export { DEFAULT_CLEANUP_CRON } from './jobs/cleanup.ts';
 export {
   CARRIER,
   type FulfilmentDelivery,

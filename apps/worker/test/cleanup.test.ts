@@ -6,10 +6,11 @@
  * test expires a key and then expects to take it over). The copies also make the counts exact.
  */
 import { randomUUID } from 'node:crypto';
+import { formatCleanupSummary, runCleanup } from '@idem/cleanup';
 import { createPrismaClient, type Database } from '@idem/db';
 import { type PgBoss, Queue, startJobQueue } from '@idem/jobs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { formatCleanupSummary, runCleanup, startWorker } from '../src/index.ts';
+import { startWorker } from '../src/index.ts';
 import { collectingLogger, createTestDb, databaseUrl, dropSchema, uniqueName, waitFor } from './helpers.ts';
 
 let db: Database;

@@ -2,13 +2,14 @@
  * One started pg-boss per process. Senders (the web app) only insert jobs; workers also run pg-boss's
  * maintenance (which expires jobs whose worker died, so they are redelivered) and its cron schedules.
  */
+
+import { Queue } from '@idem/contracts';
 import PgBoss from 'pg-boss';
 import {
   type FulfilmentQueueSettings,
   fulfilmentQueueOptions,
   fulfilmentSettingsFromEnv,
 } from './fulfilment.ts';
-import { Queue } from './queues.ts';
 import { cleanupQueueOptions, reconcileQueueOptions } from './scheduled.ts';
 
 export type JobQueueRole = 'sender' | 'worker';

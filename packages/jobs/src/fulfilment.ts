@@ -2,9 +2,10 @@
  * The fulfilment job: "ship this paid order and send its receipt". Delivered at least once — the worker's
  * effects are deduplicated by unique constraints, never by the queue.
  */
+
+import { Queue } from '@idem/contracts';
 import type PgBoss from 'pg-boss';
 import { z } from 'zod';
-import { Queue } from './queues.ts';
 import { describeZodError, intFromEnv } from './settings.ts';
 
 export const fulfilmentJobSchema = z.object({ orderId: z.uuid() });

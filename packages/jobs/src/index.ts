@@ -1,7 +1,9 @@
 /** @idem/jobs — the app's job queue (pg-boss 10 in Postgres): queue names, job payloads, enqueueing. */
 
+export { Queue, type QueueName } from '@idem/contracts';
 export type { default as PgBoss } from 'pg-boss';
 export { DEFAULT_SCHEMA, type JobQueueOptions, type JobQueueRole, startJobQueue } from './boss.ts';
+export { type FulfilmentJobRecord, findFulfilmentJobs } from './find-jobs.ts';
 export {
   enqueueFulfilment,
   type FulfilmentJob,
@@ -12,6 +14,5 @@ export {
   fulfilmentSettingsFromEnv,
 } from './fulfilment.ts';
 export { prismaTransactionDb, type RawQueryable } from './prisma-db.ts';
-export { Queue, type QueueName } from './queues.ts';
 export { cleanupQueueOptions, reconcileQueueOptions } from './scheduled.ts';
 export { describeZodError, intFromEnv, numberFromEnv } from './settings.ts';

@@ -4,6 +4,8 @@
  * their own so parallel test files never share stock.
  */
 
+import { seedDatabase } from '@idem/dev-db/seed';
+import { demoUsers } from '@idem/dev-db/seed-data';
 import { createProviderClient, type PaymentProvider } from '@idem/payments';
 import { startProvider } from '@idem/provider';
 import { TRPCError } from '@trpc/server';
@@ -12,8 +14,6 @@ import { db } from '~/server/db';
 import { reasonOf } from '~/server/errors';
 import { createCaller } from '~/server/root';
 import { createTRPCContext } from '~/server/trpc';
-import { seedDatabase } from '../../../prisma/seed.ts';
-import { demoUsers } from '../../../prisma/seed-data.ts';
 
 export type RunningProvider = Awaited<ReturnType<typeof startProvider>>;
 

@@ -8,10 +8,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createPrismaClient, type Database } from '@idem/db';
-import { startProvider } from '../../../apps/provider/src/index.ts';
-import { seedDatabase } from '../../../prisma/seed.ts';
-import { migrateDatabase, repoRoot } from '../../../scripts/lib/migrate.ts';
-import { createDatabase, dropDatabase, scratchDatabaseName } from '../../../scripts/lib/postgres.ts';
+import { migrateDatabase, repoRoot } from '@idem/dev-db/migrate';
+import { createDatabase, dropDatabase, scratchDatabaseName } from '@idem/dev-db/postgres';
+import { seedDatabase } from '@idem/dev-db/seed';
+import { startProvider } from '@idem/provider';
 import { freePort } from '../../setup/free-port.ts';
 
 export type Provider = Awaited<ReturnType<typeof startProvider>>;

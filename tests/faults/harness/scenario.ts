@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { generateApiToken, hashApiToken } from '@idem/db';
-import { demoUsers } from '../../../prisma/seed-data.ts';
+import { demoUsers } from '@idem/dev-db/seed-data';
 import type { Cluster, FaultEnv } from './cluster.ts';
 import type { CartInput } from './load.ts';
 

@@ -13,10 +13,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createPrismaClient, type Database } from '@idem/db';
+import { repoRoot } from '@idem/dev-db/migrate';
+import { startEmbeddedServer } from '@idem/dev-db/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { repoRoot } from '../../../scripts/lib/migrate.ts';
-import { startEmbeddedServer } from '../../../scripts/lib/postgres.ts';
 import { freePort } from '../../setup/free-port.ts';
 import {
   type Attempt,

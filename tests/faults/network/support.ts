@@ -1,6 +1,6 @@
 /** Shared helpers for the network-fault tests: scratch databases, HTTP statuses and a bounded retrying client. */
-import { migrateDatabase } from '../../../scripts/lib/migrate.ts';
-import { createDatabase, dropDatabase, scratchDatabaseName } from '../../../scripts/lib/postgres.ts';
+import { migrateDatabase } from '@idem/dev-db/migrate';
+import { createDatabase, dropDatabase, scratchDatabaseName } from '@idem/dev-db/postgres';
 
 export {
   createTestTRPC,

@@ -3,7 +3,7 @@
  * Prisma client (as apps/worker does), so its CPU and event loop do not sit in the claim probe's process.
  *
  * argv: <database url> <mode> <batch size (0 = the worker's default)>
- *   mode `worker`: `runCleanup` from @idem/worker/cleanup (what the scheduled job does);
+ *   mode `worker`: `runCleanup` from @idem/cleanup (what the scheduled job does);
  *   mode `store`:  the library's `cleanupExpiredKeys` on `createPrismaIdempotencyStore` (the bare batches);
  *   mode `ordered`: the same loop with a candidate statement (bench only): the store's batch delete plus
  *                  `ORDER BY expires_at`, which makes every batch walk the expires_at index from the oldest key.
@@ -11,9 +11,9 @@
  * {"deleted":…,"batches":…,"ms":…} (or {"error":"…"}).
  */
 import { createInterface } from 'node:readline';
+import { runCleanup } from '@idem/cleanup';
 import { createPrismaClient } from '@idem/db';
 import { cleanupExpiredKeys, createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
-import { runCleanup } from '@idem/worker/cleanup';
 
 const [databaseUrl, mode = 'worker', rawBatch = '0'] = process.argv.slice(2);
 if (!databaseUrl)

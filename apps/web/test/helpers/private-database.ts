@@ -4,9 +4,9 @@
  * otherwise disturb. Created and dropped around the file (createPrivateDatabase in beforeAll, drop in afterAll).
  */
 import { createPrismaClient, type Database } from '@idem/db';
+import { migrateDatabase } from '@idem/dev-db/migrate';
+import { createDatabase, dropDatabase, scratchDatabaseName } from '@idem/dev-db/postgres';
 import { inject } from 'vitest';
-import { migrateDatabase } from '../../../../scripts/lib/migrate.ts';
-import { createDatabase, dropDatabase, scratchDatabaseName } from '../../../../scripts/lib/postgres.ts';
 
 // Provided by tests/setup/database.ts (the global setup); declared again here for this package's typecheck.
 declare module 'vitest' {

@@ -16,9 +16,9 @@
  * nothing; the second receipt insert waits on the first's unique-index entry, then does nothing.
  */
 import { randomUUID } from 'node:crypto';
+import { incrementCounterSql, WorkerCounter } from '@idem/contracts';
 import type { Database, OrderStatus } from '@idem/db';
 import { type FulfilmentJob, fulfilmentJobSchema, type PgBoss, Queue } from '@idem/jobs';
-import { incrementCounterSql, WorkerCounter } from '../counters.ts';
 import { consoleLogger, type Logger } from '../log.ts';
 import { NO_TEST_HOOKS, type WorkerTestHooks } from '../test-hooks.ts';
 

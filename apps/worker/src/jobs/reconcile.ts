@@ -11,6 +11,8 @@
  * since it was read (checkout stamps `charge_attempted_at` before each charge), so a run never settles an order
  * whose charge may still be running. Running twice, or twice at once, gives the same result.
  */
+
+import { incrementCounter, WorkerCounter } from '@idem/contracts';
 import type { Database, Prisma } from '@idem/db';
 import { enqueueFulfilment, type PgBoss, prismaTransactionDb, Queue } from '@idem/jobs';
 import {
@@ -23,7 +25,6 @@ import {
   ProviderUnavailableError,
   recordPayment,
 } from '@idem/payments';
-import { incrementCounter, WorkerCounter } from '../counters.ts';
 import type { Logger } from '../log.ts';
 
 export const DEFAULT_RECONCILE_CRON = '* * * * *';

@@ -1,22 +1,45 @@
 /**
  * One key's trail, every hop where a duplicate could have slipped through, on one page:
  *
- *   ① browser intent  the key itself: made once per purchase intent in the browser, sent with every retry
+ *   ① browser intent  the key itself: made once per intent in the browser, sent with every retry
  *   ② API request     its key row (state, lease, replays) and any admin evictions of it
- *   ③ provider charge our payment row, and the provider's record of the key we derived (`order_<order id>`)
- *   ④ webhook events  the provider's events for that charge, their delivery attempts, our processed_events
+ *   ③ provider charge our payment row, the key we sent the processor, and the charges it holds for the order
+ *   ④ webhook events  the processor's events for those charges, their delivery attempts, our processed_events
  *   ⑤ jobs            pg-boss fulfilment jobs for the order, the shipment and the outbox emails
  *
- * Only `checkout.placeOrder` has ③–⑤; its order id is derived from (scope, key, fingerprint). The provider is
- * simulated in this repo and keeps its tables in the `provider` schema of the same database; a real processor
- * would be asked through its API. Both the provider's and pg-boss's tables are optional here (to_regclass).
+ * Only `checkout.placeOrder` has ③–⑤; its order id is derived from (scope, key, fingerprint). The processor is
+ * asked through its API (as a real one would be) and pg-boss through @idem/jobs; when either cannot be reached
+ * its step says so instead of failing the page.
  */
+import { providerChargeKey } from '@idem/contracts';
 import type { Database, Prisma } from '@idem/db';
-import { DEFAULT_SCHEMA } from '@idem/jobs';
+import { type FulfilmentJobRecord, findFulfilmentJobs } from '@idem/jobs';
+import { env } from '~/env';
 import type { KeyRef } from '~/lib/key-ref';
+import { jobQueue } from '../jobs.ts';
+import { logger } from '../observability/log.ts';
 import { orderIdForIntent } from '../services/place-order.ts';
 import { type KeyView, keyOperations, toKeyView } from './key-rows.ts';
 import { ORDER_PROCEDURE } from './key-search.ts';
+import {
+  createProviderReader,
+  type ProviderChargeRecord,
+  type ProviderEventRecord,
+  type ProviderReader,
+} from './provider-reader.ts';
+
+/** Where the trail's outside steps come from; tests pass their own. */
+export interface KeyTrailSources {
+  provider: ProviderReader;
+  fulfilmentJobs(orderId: string): Promise<FulfilmentJobRecord[]>;
+}
+
+function defaultSources(): KeyTrailSources {
+  return {
+    provider: createProviderReader({ baseUrl: env.PROVIDER_URL, secretKey: env.PROVIDER_SECRET_KEY }),
+    fulfilmentJobs: async (orderId) => findFulfilmentJobs(await jobQueue(), orderId),
+  };
+}
 
 export interface AuditEventView {
   id: string;
@@ -95,10 +118,10 @@ export interface KeyTrail {
     createdAt: Date;
   } | null;
   provider: {
-    /** False when the provider's tables are not in this database (a real processor: see its dashboard). */
+    /** False when the processor could not be asked (unreachable, or an answer that is not its API's). */
     available: boolean;
+    /** The Idempotency-Key sent with the order's charge (the processor does not list its key records). */
     idempotencyKey: string;
-    keyRecord: { responseStatus: number | null; createdAt: Date } | null;
     charges: ProviderCharge[];
     events: ProviderEventView[];
   } | null;
@@ -107,7 +130,11 @@ export interface KeyTrail {
   emails: Array<{ kind: string; recipient: string; subject: string; createdAt: Date }>;
 }
 
-export async function getKeyTrail(db: Database, ref: KeyRef): Promise<KeyTrail> {
+export async function getKeyTrail(
+  db: Database,
+  ref: KeyRef,
+  sources: KeyTrailSources = defaultSources(),
+): Promise<KeyTrail> {
   const row = await keyOperations(db).findKey(ref);
   const key = row ? toKeyView(row) : null;
   const evictions = await listEvictions(db, ref);
@@ -133,7 +160,10 @@ export async function getKeyTrail(db: Database, ref: KeyRef): Promise<KeyTrail> 
     where: { id: orderId },
     include: { items: { orderBy: { name: 'asc' } }, payment: true, shipment: true, emails: true },
   });
-  const [provider, jobs] = await Promise.all([providerTrail(db, orderId), jobTrail(db, orderId)]);
+  const [provider, jobs] = await Promise.all([
+    providerTrail(db, sources.provider, orderId),
+    jobTrail(sources, orderId),
+  ]);
   return {
     ...empty,
     orderId,
@@ -216,72 +246,29 @@ function fingerprintFrom(before: Record<string, unknown> | null | undefined): st
   return typeof value === 'string' ? value.trim() : null;
 }
 
-async function tableExists(db: Database, name: string): Promise<boolean> {
-  const rows = await db.$queryRawUnsafe<Array<{ found: boolean }>>(
-    'select to_regclass($1) is not null as found',
-    name,
-  );
-  return rows[0]?.found ?? false;
-}
-
-async function providerTrail(db: Database, orderId: string): Promise<NonNullable<KeyTrail['provider']>> {
-  // The key the app derives for the charge, before the money moves (services/place-order.ts).
-  const idempotencyKey = `order_${orderId}`;
-  if (!(await tableExists(db, 'provider.charges'))) {
-    return { available: false, idempotencyKey, keyRecord: null, charges: [], events: [] };
+async function providerTrail(
+  db: Database,
+  reader: ProviderReader,
+  orderId: string,
+): Promise<NonNullable<KeyTrail['provider']>> {
+  const idempotencyKey = providerChargeKey(orderId);
+  let charges: ProviderChargeRecord[];
+  let events: ProviderEventRecord[];
+  try {
+    charges = await reader.listCharges(orderId);
+    events = (await Promise.all(charges.map((charge) => reader.listEvents(charge.id)))).flat();
+  } catch (error) {
+    logger.warn({ err: error, order_id: orderId }, 'key trail: the provider could not be asked');
+    return { available: false, idempotencyKey, charges: [], events: [] };
   }
-  const [keyRows, charges] = await Promise.all([
-    db.$queryRawUnsafe<Array<{ response_status: number | null; created_at: Date }>>(
-      'select response_status, created_at from provider.idempotency_keys where key = $1 order by created_at limit 1',
-      idempotencyKey,
-    ),
-    db.$queryRawUnsafe<
-      Array<{
-        id: string;
-        amount: number;
-        currency: string;
-        status: string;
-        failure_code: string | null;
-        refunded: boolean;
-        created_at: Date;
-      }>
-    >(
-      `select id, amount, currency, status, failure_code, refunded, created_at
-       from provider.charges where order_ref = $1 order by created_at, seq`,
-      orderId,
-    ),
-  ]);
-  const events = charges.length
-    ? await db.$queryRawUnsafe<
-        Array<{
-          id: string;
-          type: string;
-          created_at: Date;
-          attempts: number | null;
-          delivered_at: Date | null;
-          failed_at: Date | null;
-          last_status: number | null;
-          last_error: string | null;
-          has_delivery: boolean;
-          processed_at: Date | null;
-        }>
-      >(
-        `select e.id, e.type, e.created_at, d.attempts, d.delivered_at, d.failed_at, d.last_status, d.last_error,
-                d.event_id is not null as has_delivery, p.processed_at
-         from provider.events e
-         left join provider.webhook_deliveries d on d.event_id = e.id
-         left join processed_events p on p.id = e.id
-         where e.charge_id = any($1::text[])
-         order by e.seq`,
-        charges.map((charge) => charge.id),
-      )
-    : [];
+  const processed = await db.processedEvent.findMany({
+    where: { id: { in: events.map((event) => event.id) } },
+    select: { id: true, processedAt: true },
+  });
+  const processedAt = new Map(processed.map((row) => [row.id, row.processedAt]));
   return {
     available: true,
     idempotencyKey,
-    keyRecord: keyRows[0]
-      ? { responseStatus: keyRows[0].response_status, createdAt: keyRows[0].created_at }
-      : null,
     charges: charges.map((charge) => ({
       id: charge.id,
       amount: charge.amount,
@@ -289,59 +276,50 @@ async function providerTrail(db: Database, orderId: string): Promise<NonNullable
       status: charge.status,
       failureCode: charge.failure_code,
       refunded: charge.refunded,
-      createdAt: charge.created_at,
+      createdAt: fromUnixSeconds(charge.created),
     })),
-    events: events.map((event) => ({
-      id: event.id,
-      type: event.type,
-      createdAt: event.created_at,
-      delivery: event.has_delivery
-        ? {
-            attempts: event.attempts ?? 0,
-            deliveredAt: event.delivered_at,
-            failedAt: event.failed_at,
-            lastStatus: event.last_status,
-            lastError: event.last_error,
-          }
-        : null,
-      processedAt: event.processed_at,
-    })),
+    events: events
+      .map((event) => ({
+        id: event.id,
+        type: event.type,
+        createdAt: fromUnixSeconds(event.created),
+        delivery: event.delivery
+          ? {
+              attempts: event.delivery.attempts,
+              deliveredAt: fromIso(event.delivery.delivered_at),
+              failedAt: fromIso(event.delivery.failed_at),
+              lastStatus: event.delivery.last_status,
+              lastError: event.delivery.last_error,
+            }
+          : null,
+        processedAt: processedAt.get(event.id) ?? null,
+      }))
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()),
   };
 }
 
-async function jobTrail(db: Database, orderId: string): Promise<NonNullable<KeyTrail['jobs']>> {
-  const schema = DEFAULT_SCHEMA;
-  if (!(await tableExists(db, `${schema}.job`))) return { available: false, items: [] };
-  const hasArchive = await tableExists(db, `${schema}.archive`);
-  const columns = `id::text, state::text, retry_count, created_on, started_on, completed_on, output`;
-  const rows = await db.$queryRawUnsafe<
-    Array<{
-      id: string;
-      state: string;
-      retry_count: number;
-      created_on: Date;
-      started_on: Date | null;
-      completed_on: Date | null;
-      output: unknown;
-      archived: boolean;
-    }>
-  >(
-    `select ${columns}, false as archived from ${schema}.job where name = 'fulfilment' and data->>'orderId' = $1
-     ${hasArchive ? `union all select ${columns}, true from ${schema}.archive where name = 'fulfilment' and data->>'orderId' = $1` : ''}
-     order by created_on`,
-    orderId,
-  );
+const fromUnixSeconds = (seconds: number): Date => new Date(seconds * 1000);
+const fromIso = (value: string | null): Date | null => (value === null ? null : new Date(value));
+
+async function jobTrail(sources: KeyTrailSources, orderId: string): Promise<NonNullable<KeyTrail['jobs']>> {
+  let records: FulfilmentJobRecord[];
+  try {
+    records = await sources.fulfilmentJobs(orderId);
+  } catch (error) {
+    logger.warn({ err: error, order_id: orderId }, 'key trail: the job queue could not be asked');
+    return { available: false, items: [] };
+  }
   return {
     available: true,
-    items: rows.map((row) => ({
-      id: row.id,
-      state: row.state,
-      retryCount: row.retry_count,
-      createdOn: row.created_on,
-      startedOn: row.started_on,
-      completedOn: row.completed_on,
-      archived: row.archived,
-      note: noteOf(row.output),
+    items: records.map((record) => ({
+      id: record.id,
+      state: record.state,
+      retryCount: record.retryCount,
+      createdOn: record.createdOn,
+      startedOn: record.startedOn,
+      completedOn: record.completedOn,
+      archived: record.archived,
+      note: noteOf(record.output),
     })),
   };
 }

@@ -1,7 +1,8 @@
 /** The dashboard's headline numbers: the same database-backed values /api/metrics exposes (same cached snapshot). */
+
+import { PersistedCounter } from '@idem/contracts';
 import type { Database } from '@idem/db';
 import { databaseMetricsSnapshot } from '../observability/database-metrics.ts';
-import { PersistedCounter } from '../observability/persisted-counters.ts';
 
 export interface AdminOverview {
   keysInFlight: number;

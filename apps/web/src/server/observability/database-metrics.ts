@@ -3,13 +3,14 @@
  * `processing` keys) and the persisted counters of `operational_counters` — written by the worker and by every
  * web process in the same transaction as the work they count.
  */
+
+import { PersistedCounter } from '@idem/contracts';
 import type { Database } from '@idem/db';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '@idem/idempotency/prisma';
 import type { Counter } from 'prom-client';
 import { keyOperations } from '../admin/key-rows.ts';
 import { logger } from './log.ts';
 import { metrics } from './metrics.ts';
-import { PersistedCounter } from './persisted-counters.ts';
 
 interface CounterBinding {
   metric: Counter<string>;

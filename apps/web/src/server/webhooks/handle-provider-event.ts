@@ -8,11 +8,12 @@
  * leaked API key, or forged) or a second charge for a paid order is an anomaly — counted, logged, and the order
  * left untouched.
  */
+
+import { PersistedCounter } from '@idem/contracts';
 import type { Database, Prisma } from '@idem/db';
 import { markOrderPaid, markOrderPaymentFailed, markOrderRefunded, recordPayment } from '@idem/payments';
 import { z } from 'zod';
 import { logger } from '../observability/log.ts';
-import { PersistedCounter } from '../observability/persisted-counters.ts';
 import { testHooks } from '../test-hooks.ts';
 import type { ProviderEvent } from './provider-event.ts';
 

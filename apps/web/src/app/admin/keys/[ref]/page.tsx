@@ -172,12 +172,10 @@ function OrderSteps({ trail }: { trail: KeyTrail }) {
                 : 'none',
             ],
             [
-              'Provider key record',
+              'Charges at the provider',
               provider?.available
-                ? provider.keyRecord
-                  ? `HTTP ${provider.keyRecord.responseStatus ?? '…'} stored ${formatUtc(provider.keyRecord.createdAt)}`
-                  : 'none'
-                : 'provider tables not in this database',
+                ? `${provider.charges.length} for this order`
+                : 'the provider could not be asked (see the server log)',
             ],
           ]}
         />
@@ -235,7 +233,7 @@ function OrderSteps({ trail }: { trail: KeyTrail }) {
         }
       >
         {jobs?.available === false && (
-          <p className="text-sm text-stone-500">The pg-boss schema is not in this database.</p>
+          <p className="text-sm text-stone-500">The job queue could not be asked (see the server log).</p>
         )}
         {jobs && jobs.items.length > 0 && (
           <ul className="space-y-1 text-sm" data-testid="jobs">

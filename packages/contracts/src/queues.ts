@@ -1,4 +1,4 @@
-/** Every queue this app uses. Workers and senders create all of them at start (see `startJobQueue`). */
+/** Every pg-boss queue the apps use: the web app sends to them, the worker creates and works them. */
 export const Queue = {
   fulfilment: 'fulfilment',
   cleanup: 'idem-cleanup',

@@ -9,7 +9,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { StackError } from './postgres.ts';
 
-export const repoRoot = path.resolve(import.meta.dirname, '../..');
+export const repoRoot = path.resolve(import.meta.dirname, '../../..');
 const migrationsDir = path.join(repoRoot, 'prisma/migrations');
 const prismaCli = path.join(repoRoot, 'node_modules/prisma/build/index.js');
 
