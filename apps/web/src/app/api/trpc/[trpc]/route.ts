@@ -1,6 +1,6 @@
-import { appRouter } from '~/server/root';
+import { servedRouter } from '~/server/test-seams';
 import { createTrpcHandler } from '../handler.ts';
 
-const handler = createTrpcHandler(appRouter);
+const handler = createTrpcHandler(servedRouter);
 
 export { handler as GET, handler as POST };
