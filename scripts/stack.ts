@@ -96,13 +96,13 @@ async function provisionDatabase(): Promise<string> {
 }
 
 async function main() {
-  await assertPortFree(webPort, host);
-  await assertPortFree(providerPort, host);
-
   // The test build of the router (apps/web/src/server/test-seams.ts) is for the fault suite and the benchmark,
   // which start `next start` themselves: no stack this script runs, least of all `pnpm start`, serves it.
   if (process.env.IDEM_TEST_SEAMS === '1')
     throw new StackError('IDEM_TEST_SEAMS=1 arms test-only controls: unset it to run the stack.');
+  await assertPortFree(webPort, host);
+  await assertPortFree(providerPort, host);
+
   if (mode === 'dev') {
     const generated = runPrisma(['generate']);
     if (generated.status !== 0) throw new StackError(`prisma generate failed:\n${generated.stderr}`);

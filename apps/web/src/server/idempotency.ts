@@ -33,7 +33,7 @@ export interface AppIdempotencyOptions {
 
 /**
  * The app's idempotency middleware factory. The app serves `idempotency` (all defaults); tests build their
- * own with a store, lease or fault hooks of their choosing (see test-seams.ts).
+ * own with a store, lease or fault hooks of their choosing.
  */
 export function createAppIdempotency(options: AppIdempotencyOptions = {}) {
   return createIdempotency<AuthedContext, PrismaTransactionLike<Database>>({

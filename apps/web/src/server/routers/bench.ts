@@ -1,6 +1,6 @@
 /**
  * Benchmark-only procedures (`pnpm bench`, apps/bench/src/run.ts), mounted only by the test build of the router
- * (test-seams.ts), never by the app's own `appRouter`.
+ * the benchmark starts, never by the app's own `appRouter`.
  * Both run the SAME handler body in ONE interactive transaction: the only difference is the middleware.
  * The table `bench_effects` is created by the bench harness with raw SQL, not by a migration.
  */
