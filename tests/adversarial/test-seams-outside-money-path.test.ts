@@ -13,8 +13,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseServerEnv, type TestSeamSettings } from '../../apps/web/src/env.ts';
+import { idempotency } from '../../apps/web/src/server/idempotency.ts';
 import { appRouter } from '../../apps/web/src/server/root.ts';
-import { createTestSeamsRouter, servedRouter } from '../../apps/web/src/server/test-seams.ts';
+import { createTestSeamsApi, servedApi } from '../../apps/web/src/server/test-seams.ts';
 import { repoRoot } from '../../scripts/lib/migrate.ts';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? '';
@@ -74,7 +75,8 @@ describe('the money path has no test branch', () => {
 
 describe('the served router', () => {
   it('control: the test build carries the benchmark procedures next to the checkout', () => {
-    const testRouter = createTestSeamsRouter(NO_CONTROLS);
+    const { router: testRouter, idempotency: testIdempotency } = createTestSeamsApi(NO_CONTROLS);
+    expect(testIdempotency).not.toBe(idempotency);
     expect(Object.keys(testRouter._def.record).sort()).toEqual([
       'admin',
       'bench',
@@ -85,7 +87,8 @@ describe('the served router', () => {
   });
 
   it('protected: a process started without IDEM_TEST_SEAMS serves the app router, which has no bench.*', () => {
-    expect(servedRouter).toBe(appRouter);
+    expect(servedApi.router).toBe(appRouter);
+    expect(servedApi.idempotency).toBe(idempotency);
     expect(Object.keys(appRouter._def.record).sort()).toEqual(['admin', 'catalog', 'checkout', 'orders']);
   });
 });

@@ -11,14 +11,17 @@ import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
 import { env, type TestSeamSettings } from '~/env';
 import { db } from './db.ts';
 import { faultHooksFor } from './fault-points.ts';
-import { createAppIdempotency } from './idempotency.ts';
+import { idempotency as appIdempotency, createAppIdempotency } from './idempotency.ts';
 import { appRouter, createAppRouter } from './root.ts';
 import { createBenchRouter } from './routers/bench.ts';
 import { orderIdForIntent } from './services/place-order.ts';
 import { createTRPCRouter } from './trpc.ts';
 
-/** The app's procedures with the requested controls, and `bench.*` for apps/bench. */
-export function createTestSeamsRouter(seams: TestSeamSettings) {
+/**
+ * The app's procedures with the requested controls, and `bench.*` for apps/bench; with the idempotency
+ * instance they were built with (the HTTP handler recognises its procedures by it).
+ */
+export function createTestSeamsApi(seams: TestSeamSettings) {
   const idempotency = createAppIdempotency({
     // CONTROL: without renewal a slow live owner loses its lease and a retry takes over while it runs.
     store: createPrismaIdempotencyStore(db, { leaseRenewal: !seams.noLeaseRenewal }),
@@ -33,7 +36,7 @@ export function createTestSeamsRouter(seams: TestSeamSettings) {
           }),
         }),
   });
-  return createTRPCRouter({
+  const router = createTRPCRouter({
     ...createAppRouter({
       idempotency,
       // CONTROL: a fresh order (so a fresh provider key) per attempt, i.e. effects not derived from the intent.
@@ -41,7 +44,10 @@ export function createTestSeamsRouter(seams: TestSeamSettings) {
     })._def.record,
     bench: createBenchRouter(idempotency),
   });
+  return { router, idempotency };
 }
 
-/** The router the HTTP API serves: the test build in a process started with IDEM_TEST_SEAMS=1, else the app's. */
-export const servedRouter = env.testSeams ? createTestSeamsRouter(env.testSeams) : appRouter;
+/** What the HTTP API serves: the test build in a process started with IDEM_TEST_SEAMS=1, else the app's. */
+export const servedApi = env.testSeams
+  ? createTestSeamsApi(env.testSeams)
+  : { router: appRouter, idempotency: appIdempotency };
