@@ -3,9 +3,10 @@
  * order an intent made from the intent's key and payload — the order id derived exactly as the checkout derives
  * it — and only in the caller's own scope. Through createCaller against this run's database and a real provider.
  */
+
+import { createProviderClient } from '@idem/payments';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
-import { createProviderClient } from '@idem/payments';
 import { createCaller } from '~/server/root';
 import { createTRPCContext } from '~/server/trpc';
 import { startProvider } from '../../apps/provider/src/index.ts';
