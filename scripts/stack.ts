@@ -96,6 +96,10 @@ async function provisionDatabase(): Promise<string> {
 }
 
 async function main() {
+  // The test build of the router (apps/web/src/server/test-seams.ts) is for the fault suite and the benchmark,
+  // which start `next start` themselves: no stack this script runs, least of all `pnpm start`, serves it.
+  if (process.env.IDEM_TEST_SEAMS === '1')
+    throw new StackError('IDEM_TEST_SEAMS=1 arms test-only controls: unset it to run the stack.');
   await assertPortFree(webPort, host);
   await assertPortFree(providerPort, host);
 
@@ -126,8 +130,6 @@ async function main() {
     DATABASE_URL: databaseUrl,
     PROVIDER_URL: providerUrl,
     NEXT_TELEMETRY_DISABLED: '1',
-    // The test-only switches (a dedupe turned off for a control run) exist only in the e2e stack.
-    IDEM_TEST_HOOKS: mode === 'e2e' ? '1' : '0',
   };
   const nodeEnv = mode === 'dev' ? 'development' : 'production';
   // Production marks the session cookies Secure. Browsers keep those over plain HTTP only on loopback
@@ -156,7 +158,8 @@ async function main() {
     }),
     startProcess('worker', process.execPath, [...tsx, 'apps/worker/src/main.ts'], {
       cwd: repoRoot,
-      env: { ...env, WORKER_TEST_HOOKS: env.IDEM_TEST_HOOKS },
+      // The worker's test-only switches (a dedupe turned off for a control run) exist only in the e2e stack.
+      env: { ...env, WORKER_TEST_HOOKS: mode === 'e2e' ? '1' : '0' },
       color: 33,
     }),
   );

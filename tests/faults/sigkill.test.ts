@@ -1,8 +1,9 @@
 /**
  * "Prove it under faults": 3 `next start` processes of the production build against one scratch database and
- * one provider; processes SIGKILL themselves at the idempotency lifecycle's fault points
- * (apps/web/src/server/fault-points.ts) and clients retry across processes. After every run the invariant
- * checker (harness/invariants.ts) looks at the orders, the provider's charges and the idempotency keys.
+ * one provider; processes SIGKILL themselves at the idempotency lifecycle's fault points (the test build of
+ * the router: apps/web/src/server/test-seams.ts, fault-points.ts) and clients retry across processes. After
+ * every run the invariant checker (harness/invariants.ts) looks at the orders, the provider's charges and the
+ * idempotency keys.
  *
  * Every protected run has a CONTROL twin with the protection off, showing the fault bites: a naive client
  * (a fresh key per retry), a lease that never ends, or effect ids not derived from the key.

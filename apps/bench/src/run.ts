@@ -3,10 +3,10 @@
  *
  * Builds nothing: run `pnpm build` first. Creates a scratch database on DATABASE_URL's server (default
  * postgresql://postgres@127.0.0.1:5432), migrates and seeds it, starts ONE `next start` of the production build
- * with IDEM_BENCH_ROUTES=1 plus the payment provider (in-process), and drives `bench.protected` /
- * `bench.unprotected` (apps/web/src/server/routers/bench.ts: the same handler body in one interactive
- * transaction) with autocannon on loopback. Every figure is the median of BENCH_RUNS (≥ 5) runs, protected and
- * unprotected interleaved in each run. Writes docs/bench-results.json and docs/bench-chart.svg.
+ * with IDEM_TEST_SEAMS=1 (the test build of the router, which mounts `bench.*`) plus the payment provider
+ * (in-process), and drives `bench.protected` / `bench.unprotected` (apps/web/src/server/routers/bench.ts: the
+ * same handler body in one interactive transaction) with autocannon on loopback. Every figure is the median of
+ * BENCH_RUNS (≥ 5) runs, protected and unprotected interleaved in each run. Writes docs/bench-results.json and docs/bench-chart.svg.
  *
  * Knobs (environment): BENCH_RUNS (5), BENCH_P1_SECONDS (3), BENCH_P2_SECONDS (5), BENCH_P3_KEYS (200),
  * BENCH_PGBENCH_SECONDS (4; 0 skips the pgbench floor), BENCH_VERBOSE=1 (forward the server's output),
@@ -444,8 +444,8 @@ async function main() {
     PROVIDER_SECRET_KEY: providerSecretKey,
     PROVIDER_WEBHOOK_SECRET: webhookSecret,
     SESSION_SECRET: randomBytes(32).toString('base64url'),
-    IDEM_TEST_HOOKS: '0',
-    IDEM_BENCH_ROUTES: '1',
+    // The test build of the router (apps/web/src/server/test-seams.ts) mounts `bench.*`; no control is armed.
+    IDEM_TEST_SEAMS: '1',
   });
   log(`next start (production) at ${url}, provider at ${provider.url}`);
 

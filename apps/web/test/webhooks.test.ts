@@ -1,7 +1,8 @@
 /**
  * POST /api/webhooks/provider through the real route handler and the real database: signature checks, exactly
  * one effect per event id under concurrent redelivery, forward-only status, and the fulfilment job enqueued in
- * the same transaction. Each dedupe has a control run with it switched off (test-only hook).
+ * the same transaction. The dedupe has a control run: the same receiver and handler, given a naive event claim
+ * that accepts every delivery (a dependency the test passes; the route itself has no switch).
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { createPrismaClient } from '@idem/db';
@@ -14,13 +15,32 @@ const databaseUrl = process.env.DATABASE_URL ?? '';
 const db = createPrismaClient({ connectionString: databaseUrl, max: 4 });
 const sql = new pg.Pool({ connectionString: databaseUrl, max: 2 });
 let POST: (request: Request) => Promise<Response>;
+/** The route's receiver and handler on the same database and queue, with a claim that accepts every delivery. */
+let POSTWithoutDedupe: (request: Request) => Promise<Response>;
 
 beforeAll(async () => {
   await seedDatabase(db);
-  process.env.IDEM_TEST_HOOKS = '1'; // lets the control tests switch the dedupe off (read once, at import)
   ({ POST } = await import('~/app/api/webhooks/provider/route'));
   // The route starts its job queue on the first valid event; start it now so pgboss.job exists for the counts.
-  await (await import('~/server/jobs')).jobQueue();
+  const queue = await (await import('~/server/jobs')).jobQueue();
+  const { enqueueFulfilment, prismaTransactionDb } = await import('@idem/jobs');
+  const { handleProviderEvent } = await import('~/server/webhooks/handle-provider-event');
+  const { receiveProviderWebhook } = await import('~/server/webhooks/receive-provider-webhook');
+  POSTWithoutDedupe = (request) =>
+    receiveProviderWebhook(request, {
+      secret: SECRET,
+      apply: (payload) =>
+        handleProviderEvent(
+          {
+            db,
+            enqueueFulfilment: async (orderId, tx) => {
+              await enqueueFulfilment(queue, orderId, prismaTransactionDb(tx));
+            },
+            claimEvent: async () => true,
+          },
+          payload,
+        ),
+    });
 });
 afterAll(async () => {
   await db.$disconnect();
@@ -77,9 +97,9 @@ function sign(body: string, { secret = SECRET, timestamp = Math.floor(Date.now()
   return `t=${timestamp},v1=${signature}`;
 }
 
-function deliver(payload: unknown, signature?: string) {
+function deliver(payload: unknown, signature?: string, receiver = POST) {
   const body = JSON.stringify(payload);
-  return POST(
+  return receiver(
     new Request('http://localhost/api/webhooks/provider', {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idem-signature': signature ?? sign(body) },
@@ -159,15 +179,11 @@ describe('at-least-once delivery, exactly-once effect', () => {
     );
   });
 
-  it('control: with the dedupe switched off (test-only hook), the duplicate effect appears', async () => {
+  it('control: with a claim that accepts every delivery, the duplicate effect appears', async () => {
     const order = await pendingOrder();
     const payload = event('charge.succeeded', order.id);
-    process.env.WEBHOOK_TEST_DISABLE_DEDUPE = '1';
-    try {
-      for (let delivery = 0; delivery < 5; delivery += 1) expect((await deliver(payload)).status).toBe(200);
-    } finally {
-      delete process.env.WEBHOOK_TEST_DISABLE_DEDUPE;
-    }
+    for (let delivery = 0; delivery < 5; delivery += 1)
+      expect((await deliver(payload, undefined, POSTWithoutDedupe)).status).toBe(200);
     const jobs = await fulfilmentJobs(order.id);
     console.log(`[webhook dedupe OFF] 5 deliveries → ${jobs} fulfilment job(s)`);
     expect(jobs).toBe(5);

@@ -1,7 +1,8 @@
 /**
  * The multi-process fault harness: N `next start` processes of the production build (apps/web/.next) on free
  * ports, all against ONE scratch database, plus one payment provider (in-process). Each web process can be
- * stopped, SIGKILLed and restarted with its own environment (fault points: apps/web/src/server/fault-points.ts).
+ * stopped, SIGKILLed and restarted with its own environment: each serves the test build of the router
+ * (IDEM_TEST_SEAMS=1, apps/web/src/server/test-seams.ts), whose controls and fault points that environment picks.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -142,7 +143,7 @@ export class Cluster {
         DATABASE_URL: this.databaseUrl,
         PROVIDER_URL: this.provider.url,
         SESSION_SECRET: this.sessionSecret,
-        IDEM_TEST_HOOKS: '1',
+        IDEM_TEST_SEAMS: '1',
         PORT: String(node.port),
       },
       stdio: ['ignore', this.verbose ? 'inherit' : 'ignore', this.verbose ? 'inherit' : 'ignore'],

@@ -1,20 +1,25 @@
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
-import { env } from '~/env';
+import { idempotency } from './idempotency.ts';
 import { adminRouter } from './routers/admin.ts';
-import { benchRouter } from './routers/bench.ts';
 import { catalogRouter } from './routers/catalog.ts';
-import { checkoutRouter } from './routers/checkout.ts';
+import { type CheckoutRouterDeps, createCheckoutRouter } from './routers/checkout.ts';
 import { ordersRouter } from './routers/orders.ts';
+import { orderIdForIntent } from './services/place-order.ts';
 import { createCallerFactory, createTRPCRouter } from './trpc.ts';
 
-export const appRouter = createTRPCRouter({
-  admin: adminRouter,
-  catalog: catalogRouter,
-  checkout: checkoutRouter,
-  orders: ordersRouter,
-  // Benchmark-only (IDEM_BENCH_ROUTES=1, apps/bench/src/run.ts): absent from the router otherwise.
-  ...(env.IDEM_BENCH_ROUTES === '1' ? { bench: benchRouter } : {}),
-});
+/** What the app's router is built from; the app passes its production dependencies (`appRouter` below). */
+export type AppRouterDeps = CheckoutRouterDeps;
+
+export function createAppRouter(deps: AppRouterDeps) {
+  return createTRPCRouter({
+    admin: adminRouter,
+    catalog: catalogRouter,
+    checkout: createCheckoutRouter(deps),
+    orders: ordersRouter,
+  });
+}
+
+export const appRouter = createAppRouter({ idempotency, orderIdFor: orderIdForIntent });
 
 export type AppRouter = typeof appRouter;
 export type RouterInputs = inferRouterInputs<AppRouter>;

@@ -9,7 +9,7 @@ import superjson from 'superjson';
 import { usePricedCart } from '~/components/use-priced-cart';
 import { formatMoney } from '~/lib/money';
 import { type PlaceOrderInput, placeOrderInput, TEST_CARD_TOKENS } from '~/lib/schemas';
-import { useTRPC, useTRPCClient } from '~/trpc/react';
+import { useTRPC } from '~/trpc/react';
 import { type IntentOutcome, PaymentStatus } from './payment-status';
 import { forgetPlacedOrder, rememberPlacedOrder, usePlacedOrder } from './placed-order';
 
@@ -21,12 +21,6 @@ import { forgetPlacedOrder, rememberPlacedOrder, usePlacedOrder } from './placed
 const CHECKOUT_INTENT = 'checkout';
 const intentStorage = () => (typeof window === 'undefined' ? null : window.localStorage);
 
-/**
- * Test-only control for the Playwright suite: a fresh key per request (what a naive client does), to show
- * that the double-click test bites without per-intent keys. It can only weaken this browser's own protection.
- */
-const KEY_PER_REQUEST_FLAG = 'idem:test:key-per-request';
-
 const HOUR_MS = 3_600_000;
 
 export function CheckoutForm({
@@ -36,7 +30,6 @@ export function CheckoutForm({
   browserIntentHours: number;
 }) {
   const trpc = useTRPC();
-  const trpcClient = useTRPCClient();
   const router = useRouter();
   const { cart, lines, currency, subtotalCents, isLoading } = usePricedCart();
   const placedOrderId = usePlacedOrder();
@@ -110,17 +103,8 @@ export function CheckoutForm({
       setFormError(parsed.error.issues[0]?.message ?? 'Check the form.');
       return;
     }
-    if (window.localStorage.getItem(KEY_PER_REQUEST_FLAG) === '1') return submitWithoutIntentKey(parsed.data);
     // A second submit while one is in flight shares its promise; no second request leaves the browser.
     await pay.submit(parsed.data);
-  }
-
-  async function submitWithoutIntentKey(input: PlaceOrderInput) {
-    const order = await trpcClient.checkout.placeOrder.mutate(input, {
-      context: { idempotencyKey: crypto.randomUUID() },
-    });
-    cart.clear();
-    router.push(`/orders/${order.id}?placed=1`);
   }
 
   const { status } = pay.state;

@@ -1,10 +1,11 @@
 /**
- * Benchmark-only procedures (`pnpm bench`, apps/bench/src/run.ts), mounted only when IDEM_BENCH_ROUTES=1.
+ * Benchmark-only procedures (`pnpm bench`, apps/bench/src/run.ts), mounted only by the test build of the router
+ * the benchmark starts, never by the app's own `appRouter`.
  * Both run the SAME handler body in ONE interactive transaction: the only difference is the middleware.
  * The table `bench_effects` is created by the bench harness with raw SQL, not by a migration.
  */
 import { z } from 'zod';
-import { idempotency } from '../idempotency.ts';
+import type { AppIdempotency } from '../idempotency.ts';
 import { createTRPCRouter, principalProcedure } from '../trpc.ts';
 
 const benchInput = z.object({ n: z.number().int() });
@@ -24,12 +25,14 @@ async function insertEffect(tx: SqlRunner, n: number): Promise<{ id: number; at:
   return { id: Number(row.id), at: row.at };
 }
 
-export const benchRouter = createTRPCRouter({
-  unprotected: principalProcedure
-    .input(benchInput)
-    .mutation(({ ctx, input }) => ctx.db.$transaction((tx) => insertEffect(tx, input.n))),
-  protected: principalProcedure
-    .concat(idempotency.transactional())
-    .input(benchInput)
-    .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
-});
+export function createBenchRouter(idempotency: AppIdempotency) {
+  return createTRPCRouter({
+    unprotected: principalProcedure
+      .input(benchInput)
+      .mutation(({ ctx, input }) => ctx.db.$transaction((tx) => insertEffect(tx, input.n))),
+    protected: principalProcedure
+      .concat(idempotency.transactional())
+      .input(benchInput)
+      .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
+  });
+}

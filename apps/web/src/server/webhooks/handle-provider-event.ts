@@ -14,7 +14,6 @@ import type { Database, Prisma } from '@idem/db';
 import { markOrderPaid, markOrderPaymentFailed, markOrderRefunded, recordPayment } from '@idem/payments';
 import { z } from 'zod';
 import { logger } from '../observability/log.ts';
-import { testHooks } from '../test-hooks.ts';
 import type { ProviderEvent } from './provider-event.ts';
 
 /** What a charge must agree on with the order it names. */
@@ -45,6 +44,11 @@ export interface WebhookDeps {
   db: Database;
   /** Enqueues the fulfilment job inside `tx`, so it exists if and only if the transaction commits. */
   enqueueFulfilment(orderId: string, tx: Prisma.TransactionClient): Promise<void>;
+  /**
+   * Claims the event's id inside `tx`: true for its first delivery, false for a redelivery.
+   * `claimProcessedEvent` unless a test supplies another.
+   */
+  claimEvent?: (tx: Prisma.TransactionClient, event: ProviderEvent) => Promise<boolean>;
   /** How a charge is checked against its order; `compareChargeWithOrder` unless a test supplies another. */
   compareCharge?: (order: OrderTerms, charge: ChargeTerms) => ChargeMismatch | null;
 }
@@ -69,21 +73,27 @@ const orderIdSchema = z.uuid();
 
 export async function handleProviderEvent(deps: WebhookDeps, event: ProviderEvent): Promise<WebhookOutcome> {
   return deps.db.$transaction(async (tx) => {
-    if (!testHooks.webhookDedupeDisabled) {
-      const claimed = await tx.$queryRaw<Array<{ id: string }>>`
-        insert into processed_events (id, source, type) values (${event.id}, 'provider', ${event.type})
-        on conflict (id) do nothing returning id`;
-      if (claimed.length === 0) {
-        // Counted in the same transaction, for /api/metrics across every web process.
-        await tx.$executeRaw`
-          insert into operational_counters as c (name, label, value, updated_at)
-          values (${PersistedCounter.webhookDuplicatesDropped}, 'provider', 1, now())
-          on conflict (name, label) do update set value = c.value + 1, updated_at = now()`;
-        return { duplicate: true } as const;
-      }
+    if (!(await (deps.claimEvent ?? claimProcessedEvent)(tx, event))) {
+      // Counted in the same transaction, for /api/metrics across every web process.
+      await tx.$executeRaw`
+        insert into operational_counters as c (name, label, value, updated_at)
+        values (${PersistedCounter.webhookDuplicatesDropped}, 'provider', 1, now())
+        on conflict (name, label) do update set value = c.value + 1, updated_at = now()`;
+      return { duplicate: true } as const;
     }
     return { duplicate: false, effect: await applyEvent(deps, tx, event) } as const;
   });
+}
+
+/** Claims the event id in `processed_events` (its primary key); false when a delivery already claimed it. */
+export async function claimProcessedEvent(
+  tx: Prisma.TransactionClient,
+  event: ProviderEvent,
+): Promise<boolean> {
+  const claimed = await tx.$queryRaw<Array<{ id: string }>>`
+    insert into processed_events (id, source, type) values (${event.id}, 'provider', ${event.type})
+    on conflict (id) do nothing returning id`;
+  return claimed.length > 0;
 }
 
 async function applyEvent(

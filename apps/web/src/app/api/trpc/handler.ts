@@ -3,7 +3,7 @@ import { type AnyTRPCRouter, type inferRouterContext, TRPCError } from '@trpc/se
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import { limitBody } from '~/server/http/limit-body';
-import { idempotency } from '~/server/idempotency';
+import { type AppIdempotency, idempotency as appIdempotency } from '~/server/idempotency';
 import { errorIdOf, logger } from '~/server/observability/log';
 import { type Context, createTRPCContext } from '~/server/trpc';
 
@@ -17,10 +17,14 @@ type AppContextRouter = AnyTRPCRouter & { _def: { _config: { $types: { ctx: Cont
 const MAX_BODY_BYTES = 64 * 1024;
 
 /**
- * The HTTP handler of the tRPC API for `router` (the route passes `appRouter`; tests pass routers of their own
- * built on the same tRPC instance, to see what a failure looks like on the wire).
+ * The HTTP handler of the tRPC API for `router` (the route passes the router it serves; tests pass routers of
+ * their own built on the same tRPC instance, to see what a failure looks like on the wire). `idempotency` is
+ * the middleware instance the router's idempotent procedures were built with (the app's unless given).
  */
-export function createTrpcHandler<TRouter extends AppContextRouter>(router: TRouter) {
+export function createTrpcHandler<TRouter extends AppContextRouter>(
+  router: TRouter,
+  { idempotency = appIdempotency }: { idempotency?: AppIdempotency } = {},
+) {
   // TRouter's context IS Context (the constraint above); TypeScript cannot resolve that for a generic.
   const createContext = (options: Parameters<typeof createTRPCContext>[0]) =>
     createTRPCContext(options) as Promise<inferRouterContext<TRouter>>;

@@ -1,6 +1,6 @@
-import { appRouter } from '~/server/root';
+import { servedApi } from '~/server/test-seams';
 import { createTrpcHandler } from '../handler.ts';
 
-const handler = createTrpcHandler(appRouter);
+const handler = createTrpcHandler(servedApi.router, { idempotency: servedApi.idempotency });
 
 export { handler as GET, handler as POST };
