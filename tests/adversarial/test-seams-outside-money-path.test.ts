@@ -11,12 +11,12 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { repoRoot } from '@idem/dev-db/migrate';
 import { describe, expect, it } from 'vitest';
 import { parseServerEnv, type TestSeamSettings } from '../../apps/web/src/env.ts';
 import { idempotency } from '../../apps/web/src/server/idempotency.ts';
 import { appRouter } from '../../apps/web/src/server/root.ts';
 import { createTestSeamsApi, servedApi } from '../../apps/web/src/server/test-seams.ts';
-import { repoRoot } from '../../scripts/lib/migrate.ts';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? '';
 

@@ -93,7 +93,7 @@ export function AdminDashboard({ initialQuery }: { initialQuery: string }) {
           >
             <p className="text-xs text-stone-500">{tile.label}</p>
             <p className="mt-1 font-mono text-2xl font-semibold">{tile.value ?? '…'}</p>
-            <p className="text-xs text-stone-400">{tile.hint}</p>
+            <p className="text-xs text-stone-600">{tile.hint}</p>
           </div>
         ))}
       </section>

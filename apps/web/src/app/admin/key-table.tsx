@@ -51,7 +51,7 @@ export function KeyTable({
                 </Link>
                 <p className="font-mono text-xs text-stone-500">{key.procedure}</p>
                 {key.matchedBy && key.matchedBy !== 'recent' && (
-                  <p className="text-xs text-stone-400">matched by {key.matchedBy.replace('_', ' ')}</p>
+                  <p className="text-xs text-stone-500">matched by {key.matchedBy.replace('_', ' ')}</p>
                 )}
               </td>
               <td className="px-3 py-2">
@@ -78,13 +78,13 @@ export function KeyTable({
                     </p>
                   </>
                 ) : (
-                  <span className="text-stone-400">—</span>
+                  <span className="text-stone-500">—</span>
                 )}
               </td>
               <td className="px-3 py-2 font-mono">{key.replayCount}</td>
               <td className="px-3 py-2 text-xs text-stone-600">
                 <p title={formatUtc(key.createdAt)}>{formatRelative(key.createdAt, now)}</p>
-                <p className={key.expired ? 'text-stone-400' : ''} title={formatUtc(key.expiresAt)}>
+                <p className={key.expired ? 'text-stone-500' : ''} title={formatUtc(key.expiresAt)}>
                   {key.expired ? 'expired' : `expires ${formatRelative(key.expiresAt, now)}`}
                 </p>
               </td>
