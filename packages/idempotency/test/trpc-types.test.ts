@@ -7,7 +7,7 @@ import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import type { PrismaTransactionLike } from '../src/prisma/index.ts';
-import type { IdempotencyContext, TransactionalIdempotencyContext } from '../src/trpc/index.ts';
+import type { IdempotentProcedureContext, TransactionalProcedureContext } from '../src/trpc/index.ts';
 import { connectWithOwnTable } from './support/db.ts';
 import { createTestTRPC, freshIdentity, requestContext } from './support/trpc.ts';
 
@@ -45,7 +45,7 @@ describe('ctx.idempotency types', () => {
           expectTypeOf(ctx.idempotency.scope).toEqualTypeOf<string>();
           expectTypeOf(ctx.idempotency.tx).toEqualTypeOf<PrismaTransactionLike<Database>>();
           expectTypeOf(ctx.idempotency).toExtend<
-            TransactionalIdempotencyContext<PrismaTransactionLike<Database>>
+            TransactionalProcedureContext<PrismaTransactionLike<Database>>
           >();
           // The outer context survives the concat, including what an earlier middleware narrowed or added.
           expectTypeOf(ctx.principalId).toEqualTypeOf<string>();
@@ -69,7 +69,7 @@ describe('ctx.idempotency types', () => {
         .input(z.object({ n: z.number() }))
         .mutation(({ ctx, input }) => {
           expectTypeOf(ctx.idempotency.key).toEqualTypeOf<string>();
-          expectTypeOf(ctx.idempotency).toEqualTypeOf<IdempotencyContext>();
+          expectTypeOf(ctx.idempotency).toEqualTypeOf<IdempotentProcedureContext>();
           expectTypeOf(ctx.idempotency).not.toHaveProperty('tx');
           expectTypeOf(ctx.principalId).toEqualTypeOf<string>();
           expectTypeOf(ctx.role).toEqualTypeOf<'customer'>();

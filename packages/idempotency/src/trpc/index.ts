@@ -6,8 +6,8 @@ export { ReplayedErrorCause, toTRPCError } from './errors.ts';
 export {
   type CreateIdempotencyConfig,
   createIdempotency,
-  type IdempotencyContext,
   type IdempotencyEvent,
+  type IdempotentProcedureContext,
   type ResultTransformer,
-  type TransactionalIdempotencyContext,
+  type TransactionalProcedureContext,
 } from './middleware.ts';
