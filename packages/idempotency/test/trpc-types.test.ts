@@ -3,11 +3,15 @@
  * procedures see the same context the types promise.
  */
 import type { Database } from '@idem/db';
-import { TRPCError } from '@trpc/server';
+import { initTRPC, TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import type { PrismaTransactionLike } from '../src/prisma/index.ts';
-import type { IdempotentProcedureContext, TransactionalProcedureContext } from '../src/trpc/index.ts';
+import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../src/prisma/index.ts';
+import {
+  createIdempotency,
+  type IdempotentProcedureContext,
+  type TransactionalProcedureContext,
+} from '../src/trpc/index.ts';
 import { connectWithOwnTable } from './support/db.ts';
 import { createTestTRPC, freshIdentity, requestContext } from './support/trpc.ts';
 
@@ -117,5 +121,23 @@ describe('ctx.idempotency types', () => {
         scope: principal,
       },
     ]);
+  });
+});
+
+describe('createIdempotency without explicit generics', () => {
+  it('infers the context from the annotated getter and the transaction type from the store', () => {
+    type AppContext = { principal: string; headers: Headers };
+    const idempotency = createIdempotency({
+      store: createPrismaIdempotencyStore(db),
+      getScope: (ctx: AppContext) => ctx.principal,
+      getRequestHeaders: (ctx) => ctx.headers,
+    });
+    const t = initTRPC.context<AppContext>().create();
+    const procedure = t.procedure.concat(idempotency.transactional()).mutation(({ ctx }) => {
+      expectTypeOf(ctx.idempotency.tx).toEqualTypeOf<PrismaTransactionLike<Database>>();
+      expectTypeOf(ctx.principal).toEqualTypeOf<string>();
+      return ctx.idempotency.keyed;
+    });
+    expect(procedure._def.type).toBe('mutation');
   });
 });

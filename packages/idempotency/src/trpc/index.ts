@@ -4,6 +4,12 @@ export { UnstableScope, unstableScope } from '../core/errors.ts';
 export type { FaultHooks } from '../core/handler.ts';
 export { ReplayedErrorCause, toTRPCError } from './errors.ts';
 export {
+  type HttpContextOptions,
+  type IdempotencyHttpContext,
+  idempotencyHttpContext,
+  type NodeRequestHeaders,
+} from './http-context.ts';
+export {
   type CreateIdempotencyConfig,
   createIdempotency,
   type IdempotencyEvent,

@@ -212,6 +212,13 @@ export function createIdempotency<TContext extends object, TTx>(
     return handled.result;
   }
 
+  /** HTTP 400 for a streamed response that carries one of this instance's procedures (see the returned doc). */
+  function streamedResponseMeta({ info }: { info?: TRPCRequestInfo | undefined }): { status?: number } {
+    if (info?.accept !== 'application/jsonl') return {};
+    const idempotentCall = info.calls.some((call) => usesAnyOf(call.procedure, ownMiddlewares));
+    return idempotentCall ? { status: streamedError().httpStatus } : {};
+  }
+
   return {
     /**
      * The claim, the procedure's writes and the stored result commit in ONE transaction, handed to the
@@ -287,10 +294,32 @@ export function createIdempotency<TContext extends object, TTx>(
      *
      *   fetchRequestHandler({ …, responseMeta: (opts) => idempotency.streamedResponseMeta(opts) })
      */
-    streamedResponseMeta({ info }: { info?: TRPCRequestInfo | undefined }): { status?: number } {
-      if (info?.accept !== 'application/jsonl') return {};
-      const idempotentCall = info.calls.some((call) => usesAnyOf(call.procedure, ownMiddlewares));
-      return idempotentCall ? { status: streamedError().httpStatus } : {};
+    streamedResponseMeta,
+
+    /**
+     * For the HTTP handler's `responseMeta`, with every tRPC adapter: what `streamedResponseMeta` does, and the
+     * middleware's own response headers (`Idempotent-Replayed`, `Retry-After`, read through
+     * `getResponseHeaders` from the handler's context) put on the response. The Node adapters (standalone,
+     * Express) give the context no response headers, so without this a replay never says it is one. Only
+     * those two headers are copied, with set semantics: on the fetch adapter, whose `resHeaders` already are
+     * the response's, nothing is doubled and no other header (a cookie) is touched.
+     *
+     *   createHTTPServer({ …, responseMeta: (opts) => idempotency.responseMeta(opts) })
+     */
+    responseMeta(opts: { ctx?: unknown; info?: TRPCRequestInfo | undefined }): {
+      status?: number;
+      headers?: Record<string, string>;
+    } {
+      const meta: { status?: number; headers?: Record<string, string> } = streamedResponseMeta(opts);
+      // The handler's context, before any middleware: the getter reads the same field from it.
+      const responseHeaders = opts.ctx ? config.getResponseHeaders?.(opts.ctx as TContext) : undefined;
+      const headers: Record<string, string> = {};
+      for (const name of [IDEMPOTENT_REPLAYED_HEADER, RETRY_AFTER_HEADER]) {
+        const value = responseHeaders?.get(name);
+        if (value !== null && value !== undefined) headers[name] = value;
+      }
+      if (Object.keys(headers).length > 0) meta.headers = headers;
+      return meta;
     },
   };
 }
