@@ -1,6 +1,6 @@
 /**
  * @idem/idempotency — the framework-free core: the wire contract, options, the one error class, the request
- * lifecycle and the store interface. Adapters: `@idem/idempotency/trpc`, `@idem/idempotency/prisma`.
+ * store interface. (The request lifecycle behind the tRPC adapter is `src/core/handler.ts`.) Adapters: `@idem/idempotency/trpc`, `@idem/idempotency/prisma`.
  */
 export {
   DEFAULT_OPTIONS,
@@ -8,8 +8,6 @@ export {
   IdempotencyMode,
   type IdempotencyOptions,
   type MissingKeyPolicy,
-  type ResolvedOptions,
-  resolveOptions,
 } from './core/config.ts';
 export {
   IdempotencyError,
@@ -19,14 +17,6 @@ export {
   unstableScope,
 } from './core/errors.ts';
 export { fingerprintRequest } from './core/fingerprint.ts';
-export {
-  type FaultHooks,
-  type HandledRequest,
-  handleExternal,
-  handleTransactional,
-  type IdempotentRequest,
-  type RunOutcome,
-} from './core/handler.ts';
 export { parseIdempotencyKey } from './core/key.ts';
 export {
   type IdempotencyRecord,

@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  DEFAULT_OPTIONS,
-  DEFAULT_STORED_ERROR_CODES,
-  type IdempotencyOptions,
-  resolveOptions,
-} from '../src/index.ts';
+import { resolveOptions } from '../src/core/config.ts';
+import { DEFAULT_OPTIONS, DEFAULT_STORED_ERROR_CODES, type IdempotencyOptions } from '../src/index.ts';
 
 describe('resolveOptions', () => {
   it('applies the documented defaults', () => {
