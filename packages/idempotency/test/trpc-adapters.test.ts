@@ -134,3 +134,64 @@ describe('tRPC adapters with idempotencyHttpContext', () => {
     expect(first.headers.get('set-cookie')).toBe('seen=1');
   });
 });
+
+describe('the transformer default: the identity, as tRPC without one', () => {
+  /** Two sends of one keyed request through the fetch adapter: the router's and the instance's transformer. */
+  async function twoSends(
+    routerTransformer: { transformer?: typeof superjson },
+    transformer: { transformer?: typeof superjson },
+  ) {
+    const t = initTRPC.context<Context>().create({ isDev: false, ...routerTransformer });
+    const idempotency = createIdempotency({
+      store: createPrismaIdempotencyStore(db),
+      ...transformer,
+      getScope: (ctx: Context) => ctx.principal,
+      getRequestHeaders: (ctx) => ctx.headers,
+      getResponseHeaders: (ctx) => ctx.resHeaders,
+    });
+    const router = t.router({
+      note: t.procedure
+        .concat(idempotency.external())
+        .input(z.object({ text: z.string() }))
+        .mutation(({ input }) => ({ text: input.text, at: new Date(Date.UTC(2026, 0, 1)) })),
+    });
+    const principal = uniqueScope();
+    const key = randomUUID();
+    const send = () =>
+      fetchRequestHandler({
+        endpoint: '/trpc',
+        router,
+        req: new Request('http://local/trpc/note', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': key },
+          body: JSON.stringify(
+            routerTransformer.transformer ? { json: { text: 'hello' } } : { text: 'hello' },
+          ),
+        }),
+        createContext: (opts) => ({ ...idempotencyHttpContext(opts), principal }),
+        responseMeta: idempotency.responseMeta,
+      });
+    const first = await send();
+    const second = await send();
+    return {
+      first: await first.text(),
+      second: await second.text(),
+      replayed: second.headers.get('idempotent-replayed'),
+    };
+  }
+
+  it('control: left out while the router has superjson, the replay is another body (the Date lost)', async () => {
+    const { first, second, replayed } = await twoSends({ transformer: superjson }, {});
+    expect(replayed).toBe('true');
+    expect(second).not.toBe(first);
+  });
+
+  it('no transformer on either side (the identity default): the replay is byte-identical', async () => {
+    const { first, second, replayed } = await twoSends({}, {});
+    expect(replayed).toBe('true');
+    expect(second).toBe(first);
+    expect(JSON.parse(first)).toEqual({
+      result: { data: { text: 'hello', at: '2026-01-01T00:00:00.000Z' } },
+    });
+  });
+});
