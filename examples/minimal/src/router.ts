@@ -8,7 +8,7 @@ export const createNoteInput = z.object({ text: z.string().trim().min(1).max(500
 
 export function createAppRouter(db: Database) {
   const idempotency = createIdempotencyProcedures(db);
-  return router({
+  const appRouter = router({
     notes: router({
       /**
        * Transactional mode: the claim, the note and the stored result commit together. Write through
@@ -30,6 +30,7 @@ export function createAppRouter(db: Database) {
         }),
     }),
   });
+  return { router: appRouter, idempotency };
 }
 
-export type AppRouter = ReturnType<typeof createAppRouter>;
+export type AppRouter = ReturnType<typeof createAppRouter>['router'];

@@ -1,5 +1,5 @@
 /** The HTTP server: tRPC's standalone adapter on node:http, the API under /trpc/. */
-import type { IncomingHttpHeaders } from 'node:http';
+import { idempotencyHttpContext } from '@idem/idempotency/trpc';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { principalOf } from './auth.ts';
 import type { Database } from './db.ts';
@@ -7,28 +7,15 @@ import { createAppRouter } from './router.ts';
 import type { Context } from './trpc.ts';
 
 export function createServer(db: Database) {
+  const { router, idempotency } = createAppRouter(db);
   return createHTTPServer({
     basePath: '/trpc/',
-    router: createAppRouter(db),
-    createContext: ({ req, info }): Context => {
-      const headers = toHeaders(req.headers);
-      return {
-        principal: principalOf(headers.get('authorization')),
-        headers,
-        resHeaders: new Headers(),
-        isBatch: info.calls.length > 1,
-      };
+    router,
+    createContext: (opts): Context => {
+      const http = idempotencyHttpContext(opts); // Node's headers → Headers, batch and stream flags
+      return { ...http, principal: principalOf(http.headers.get('authorization')) };
     },
     // The node adapter hands the context no response headers: the middleware's go out through responseMeta.
-    responseMeta: ({ ctx }) => ({ headers: ctx?.resHeaders }),
+    responseMeta: idempotency.responseMeta,
   });
-}
-
-function toHeaders(incoming: IncomingHttpHeaders): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(incoming)) {
-    for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value])
-      headers.append(name, item);
-  }
-  return headers;
 }

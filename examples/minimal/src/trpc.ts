@@ -1,19 +1,14 @@
 /** tRPC setup: the context, a procedure that requires a principal, and the idempotency procedures. */
 
-import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '@idem/idempotency/prisma';
-import { createIdempotency } from '@idem/idempotency/trpc';
+import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
+import { createIdempotency, type IdempotencyHttpContext } from '@idem/idempotency/trpc';
 import { initTRPC, TRPCError } from '@trpc/server';
 import superjson from 'superjson';
 import type { Database } from './db.ts';
 
-export interface Context {
+/** The principal, and the HTTP half the middleware reads (headers in and out, batch, stream): server.ts. */
+export interface Context extends IdempotencyHttpContext {
   principal: string | null;
-  /** The request's headers (the middleware reads Idempotency-Key). */
-  headers: Headers;
-  /** Headers to add to the response (Idempotent-Replayed, Retry-After): see `responseMeta` in server.ts. */
-  resHeaders: Headers;
-  /** The HTTP request carried several operations: an idempotent mutation must travel alone. */
-  isBatch: boolean;
 }
 type AuthedContext = Context & { principal: string };
 
@@ -29,12 +24,13 @@ export const authedProcedure = t.procedure.use(({ ctx, next }) => {
 });
 
 export function createIdempotencyProcedures(db: Database) {
-  return createIdempotency<AuthedContext, PrismaTransactionLike<Database>>({
-    store: createPrismaIdempotencyStore(db),
+  return createIdempotency({
+    store: createPrismaIdempotencyStore(db), // ctx.idempotency.tx: this client's transaction type
     transformer: superjson, // the router's own: stored results replay byte for byte
-    getScope: (ctx) => ctx.principal,
+    getScope: (ctx: AuthedContext) => ctx.principal, // the context type, inferred from this annotation
     getRequestHeaders: (ctx) => ctx.headers,
     getResponseHeaders: (ctx) => ctx.resHeaders,
     isBatched: (ctx) => ctx.isBatch,
+    isStreamed: (ctx) => ctx.isStreamed,
   });
 }

@@ -1,39 +1,23 @@
-/** @idem/idempotency — the framework-free core. Adapters: `@idem/idempotency/trpc`, `@idem/idempotency/prisma`. */
+/**
+ * @idem/idempotency — the framework-free core: the wire contract, options, the one error class, the request
+ * store interface. (The request lifecycle behind the tRPC adapter is `src/core/handler.ts`.) Adapters: `@idem/idempotency/trpc`, `@idem/idempotency/prisma`.
+ */
 export {
   DEFAULT_OPTIONS,
   DEFAULT_STORED_ERROR_CODES,
   IdempotencyMode,
   type IdempotencyOptions,
-  type ResolvedOptions,
-  resolveOptions,
+  type MissingKeyPolicy,
 } from './core/config.ts';
 export {
-  batchedError,
-  IDEMPOTENCY_KEY_HEADER,
   IdempotencyError,
   IdempotencyErrorCode,
-  inProgressError,
-  invalidInputError,
-  keyReusedError,
-  leaseLostError,
-  malformedKeyError,
-  missingKeyError,
-  streamedError,
-  tooManyInFlightError,
+  IdempotencyStoreSetupError,
   UnstableScope,
   unstableScope,
-  unstableScopeError,
 } from './core/errors.ts';
 export { fingerprintRequest } from './core/fingerprint.ts';
-export {
-  type FaultHooks,
-  type HandledRequest,
-  handleExternal,
-  handleTransactional,
-  type IdempotentRequest,
-  type RunOutcome,
-} from './core/handler.ts';
-export { MAX_KEY_LENGTH, parseIdempotencyKey } from './core/key.ts';
+export { parseIdempotencyKey } from './core/key.ts';
 export {
   type IdempotencyRecord,
   type JsonValue,
@@ -44,3 +28,10 @@ export {
 } from './core/record.ts';
 export type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from './core/store.ts';
 export { canonicalWireForm, plainJsonWire, type WireTransformer } from './core/wire-form.ts';
+export {
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENT_REPLAYED_HEADER,
+  isValidIdempotencyKey,
+  MAX_KEY_LENGTH,
+  RETRY_AFTER_HEADER,
+} from './protocol.ts';

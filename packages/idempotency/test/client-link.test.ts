@@ -7,9 +7,9 @@ import { createTRPCClient, type TRPCClientError } from '@trpc/client';
 import { describe, expect, it, vi } from 'vitest';
 import {
   classifyFailure,
-  type IdempotencyEvent,
   type IdempotentRetryLinkOptions,
   idempotentRetryLink,
+  type RetryLinkEvent,
 } from '../src/client/index.ts';
 import { anOrder, createFakeShop, type FakeShopRouter, recordingSleep } from './client-fake-shop.ts';
 
@@ -19,11 +19,11 @@ function setup(linkOptions: IdempotentRetryLinkOptions = {}, shopOptions: { retr
   const client = createTRPCClient<FakeShopRouter>({
     links: [idempotentRetryLink({ sleep, random: () => 1, ...linkOptions }), shop.terminatingLink()],
   });
-  const events: IdempotencyEvent[] = [];
+  const events: RetryLinkEvent[] = [];
   const key = randomUUID();
   const context = {
     idempotencyKey: key,
-    idempotencyObserver: (event: IdempotencyEvent) => events.push(event),
+    idempotencyObserver: (event: RetryLinkEvent) => events.push(event),
   };
   return { shop, client, delays, events, key, context };
 }
@@ -190,14 +190,14 @@ describe('idempotentRetryLink', () => {
       links: [idempotentRetryLink({ baseDelayMs: 60_000, random: () => 1 }), shop.terminatingLink()],
     });
     const controller = new AbortController();
-    const events: IdempotencyEvent[] = [];
+    const events: RetryLinkEvent[] = [];
     shop.faults.push(503);
 
     const call = client.checkout.placeOrder.mutate(anOrder, {
       signal: controller.signal,
       context: {
         idempotencyKey: randomUUID(),
-        idempotencyObserver: (event: IdempotencyEvent) => events.push(event),
+        idempotencyObserver: (event: RetryLinkEvent) => events.push(event),
       },
     });
     await expect.poll(() => events.some((event) => event.type === 'retrying')).toBe(true);

@@ -11,7 +11,7 @@ import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { type IdempotencyEvent, idempotencyHeaders, idempotentRetryLink } from '../src/client/index.ts';
+import { idempotencyHeaders, idempotentRetryLink, type RetryLinkEvent } from '../src/client/index.ts';
 import { connect, deferred, uniqueScope, waitUntil } from './support/db.ts';
 import { createTestTRPC } from './support/trpc.ts';
 
@@ -91,10 +91,10 @@ function setup() {
       }),
     ],
   });
-  const events: IdempotencyEvent[] = [];
+  const events: RetryLinkEvent[] = [];
   const context = {
     idempotencyKey: randomUUID(),
-    idempotencyObserver: (event: IdempotencyEvent) => events.push(event),
+    idempotencyObserver: (event: RetryLinkEvent) => events.push(event),
   };
 
   return {

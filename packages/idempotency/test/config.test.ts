@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  DEFAULT_OPTIONS,
-  DEFAULT_STORED_ERROR_CODES,
-  type IdempotencyOptions,
-  resolveOptions,
-} from '../src/index.ts';
+import { resolveOptions } from '../src/core/config.ts';
+import { DEFAULT_OPTIONS, DEFAULT_STORED_ERROR_CODES, type IdempotencyOptions } from '../src/index.ts';
 
 describe('resolveOptions', () => {
   it('applies the documented defaults', () => {
@@ -24,6 +20,7 @@ describe('resolveOptions', () => {
         'PRECONDITION_FAILED',
         'UNSUPPORTED_MEDIA_TYPE',
       ],
+      missingKey: 'reject',
     });
     expect(resolveOptions(undefined, {})).toEqual(DEFAULT_OPTIONS);
     expect(DEFAULT_OPTIONS.storedErrorCodes).toBe(DEFAULT_STORED_ERROR_CODES);
@@ -77,6 +74,7 @@ describe('resolveOptions', () => {
     ['waitForInFlightMs < 0', { waitForInFlightMs: -1 }],
     ['waitForInFlightMs = NaN', { waitForInFlightMs: Number.NaN }],
     ['waitForInFlightMs = Infinity', { waitForInFlightMs: Number.POSITIVE_INFINITY }],
+    ['missingKey = "allow" (not a policy)', { missingKey: 'allow' as never }],
   ])('rejects %s with a RangeError', (_name, layer) => {
     expect(() => resolveOptions(layer)).toThrow(RangeError);
   });

@@ -5,15 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveOptions } from '../src/core/config.ts';
+import { handleExternal, handleTransactional, type IdempotentRequest } from '../src/core/handler.ts';
 import {
   fingerprintRequest,
-  handleExternal,
-  handleTransactional,
   IdempotencyError,
   IdempotencyErrorCode,
   type IdempotencyStore,
-  type IdempotentRequest,
-  resolveOptions,
   type StoredResponse,
 } from '../src/index.ts';
 import { createPrismaIdempotencyStore } from '../src/prisma/index.ts';

@@ -10,16 +10,15 @@ import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { resolveOptions } from '../src/core/config.ts';
+import { handleExternal, handleTransactional } from '../src/core/handler.ts';
 import {
   type ClaimRequest,
   DEFAULT_OPTIONS,
   fingerprintRequest,
-  handleExternal,
-  handleTransactional,
   IdempotencyError,
   IdempotencyErrorCode,
   type RecordKey,
-  resolveOptions,
   type StoredResponse,
 } from '../src/index.ts';
 import { createPrismaIdempotencyStore } from '../src/prisma/index.ts';

@@ -267,9 +267,9 @@ describe('the packed package', () => {
     await writeFile(
       control,
       [
-        "import type { TransactionalIdempotencyContext } from '@idem/idempotency/trpc';",
+        "import type { TransactionalProcedureContext } from '@idem/idempotency/trpc';",
         "import { expectTypeOf } from 'vitest';",
-        'declare const context: TransactionalIdempotencyContext<{ order: object }>;',
+        'declare const context: TransactionalProcedureContext<{ order: object }>;',
         '// Wrong on purpose: tx is the transaction type, not a string.',
         'expectTypeOf(context.tx).toEqualTypeOf<string>();',
         '',

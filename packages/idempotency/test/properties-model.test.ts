@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { resolveOptions } from '../src/index.ts';
+import { resolveOptions } from '../src/core/config.ts';
 import { createMemoryStore } from './support/properties-memory-store.ts';
 import { commandsArbitrary, type Mode, type Model, newModel, type Real } from './support/properties-model.ts';
 

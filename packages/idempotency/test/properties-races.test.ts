@@ -8,7 +8,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Database } from '@idem/db';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fingerprintRequest, type IdempotentRequest, resolveOptions } from '../src/index.ts';
+import { resolveOptions } from '../src/core/config.ts';
+import type { IdempotentRequest } from '../src/core/handler.ts';
+import { fingerprintRequest } from '../src/index.ts';
 import { createPrismaIdempotencyStore } from '../src/prisma/index.ts';
 import { connectWithOwnTable, uniqueScope } from './support/db.ts';
 import {

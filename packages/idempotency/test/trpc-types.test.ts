@@ -3,11 +3,15 @@
  * procedures see the same context the types promise.
  */
 import type { Database } from '@idem/db';
-import { TRPCError } from '@trpc/server';
+import { initTRPC, TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import type { PrismaTransactionLike } from '../src/prisma/index.ts';
-import type { IdempotencyContext, TransactionalIdempotencyContext } from '../src/trpc/index.ts';
+import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../src/prisma/index.ts';
+import {
+  createIdempotency,
+  type IdempotentProcedureContext,
+  type TransactionalProcedureContext,
+} from '../src/trpc/index.ts';
 import { connectWithOwnTable } from './support/db.ts';
 import { createTestTRPC, freshIdentity, requestContext } from './support/trpc.ts';
 
@@ -45,7 +49,7 @@ describe('ctx.idempotency types', () => {
           expectTypeOf(ctx.idempotency.scope).toEqualTypeOf<string>();
           expectTypeOf(ctx.idempotency.tx).toEqualTypeOf<PrismaTransactionLike<Database>>();
           expectTypeOf(ctx.idempotency).toExtend<
-            TransactionalIdempotencyContext<PrismaTransactionLike<Database>>
+            TransactionalProcedureContext<PrismaTransactionLike<Database>>
           >();
           // The outer context survives the concat, including what an earlier middleware narrowed or added.
           expectTypeOf(ctx.principalId).toEqualTypeOf<string>();
@@ -69,7 +73,7 @@ describe('ctx.idempotency types', () => {
         .input(z.object({ n: z.number() }))
         .mutation(({ ctx, input }) => {
           expectTypeOf(ctx.idempotency.key).toEqualTypeOf<string>();
-          expectTypeOf(ctx.idempotency).toEqualTypeOf<IdempotencyContext>();
+          expectTypeOf(ctx.idempotency).toEqualTypeOf<IdempotentProcedureContext>();
           expectTypeOf(ctx.idempotency).not.toHaveProperty('tx');
           expectTypeOf(ctx.principalId).toEqualTypeOf<string>();
           expectTypeOf(ctx.role).toEqualTypeOf<'customer'>();
@@ -117,5 +121,23 @@ describe('ctx.idempotency types', () => {
         scope: principal,
       },
     ]);
+  });
+});
+
+describe('createIdempotency without explicit generics', () => {
+  it('infers the context from the annotated getter and the transaction type from the store', () => {
+    type AppContext = { principal: string; headers: Headers };
+    const idempotency = createIdempotency({
+      store: createPrismaIdempotencyStore(db),
+      getScope: (ctx: AppContext) => ctx.principal,
+      getRequestHeaders: (ctx) => ctx.headers,
+    });
+    const t = initTRPC.context<AppContext>().create();
+    const procedure = t.procedure.concat(idempotency.transactional()).mutation(({ ctx }) => {
+      expectTypeOf(ctx.idempotency.tx).toEqualTypeOf<PrismaTransactionLike<Database>>();
+      expectTypeOf(ctx.principal).toEqualTypeOf<string>();
+      return ctx.idempotency.keyed;
+    });
+    expect(procedure._def.type).toBe('mutation');
   });
 });

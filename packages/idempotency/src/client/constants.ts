@@ -1,10 +1,4 @@
-/**
- * Header names of the contract (duplicated from the server side on purpose: this folder is browser code and
- * must not import `../core`, which needs node:crypto).
- */
-export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
-export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
-export const RETRY_AFTER_HEADER = 'Retry-After';
+/** The retry link's defaults. The header names live in `../protocol.ts`, shared with the server half. */
 
 /** Total attempts of a keyed mutation, the first one included. */
 export const DEFAULT_MAX_ATTEMPTS = 5;

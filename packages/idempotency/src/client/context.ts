@@ -2,11 +2,11 @@
  * What a keyed mutation carries in its tRPC operation context (`trpc: { context }` of a procedure call), and
  * what the retry link reports back through it.
  */
-import { IDEMPOTENT_REPLAYED_HEADER } from './constants.ts';
+import { IDEMPOTENT_REPLAYED_HEADER } from '../protocol.ts';
 import type { RetryReason } from './retry-policy.ts';
 
 /** A progress report of one keyed mutation, from `idempotentRetryLink`. */
-export type IdempotencyEvent =
+export type RetryLinkEvent =
   /** An attempt is being sent (1-based; the same operation and key every time). */
   | { type: 'attempt'; attempt: number; maxAttempts: number }
   /** Attempt `attempt` failed with a retryable error; the next one starts after `delayMs`. */
@@ -17,19 +17,16 @@ export type IdempotencyEvent =
    */
   | { type: 'response'; ok: boolean; replayed: boolean; status: number | undefined };
 
-export type IdempotencyObserver = (event: IdempotencyEvent) => void;
+export type IdempotencyObserver = (event: RetryLinkEvent) => void;
 
 /**
  * The operation context of a keyed mutation. A type alias (not an interface) so that it is assignable to
  * tRPC's `OperationContext` (`Record<string, unknown>`).
  */
-export type IdempotencyContext = {
+export type KeyedMutationContext = {
   idempotencyKey: string;
   idempotencyObserver?: IdempotencyObserver | undefined;
 };
-
-/** A header value may only hold printable ASCII; the contract allows 1–255 characters. */
-const VALID_KEY = /^[\x20-\x7e]{1,255}$/;
 
 /** `value` when it is an object (not null), else undefined. */
 function asObject(value: unknown): Record<string, unknown> | undefined {
@@ -55,11 +52,6 @@ export function mutationKeyOf(op: {
   context: Readonly<Record<string, unknown>>;
 }): string | undefined {
   return op.type === 'mutation' ? getIdempotencyKey(op.context) : undefined;
-}
-
-/** True for a key the server can accept (1–255 printable ASCII characters). */
-export function isValidIdempotencyKey(key: string): boolean {
-  return VALID_KEY.test(key);
 }
 
 export function getIdempotencyObserver(

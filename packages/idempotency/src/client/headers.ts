@@ -1,4 +1,4 @@
-import { IDEMPOTENCY_KEY_HEADER } from './constants.ts';
+import { IDEMPOTENCY_KEY_HEADER } from '../protocol.ts';
 import { mutationKeyOf } from './context.ts';
 
 /** The part of a tRPC `Operation` the header needs. */

@@ -1,25 +1,30 @@
 /**
  * @idem/idempotency/client — browser-safe helpers for a tRPC client: the `Idempotency-Key` header, a retry
  * link that re-sends keyed mutations with the same key, and the retry policy as pure functions.
- * Imports nothing from the server half (`../core`, `../trpc`) and no `node:*` module.
+ * Imports nothing from the server half (`../core`, `../trpc`) and no `node:*` module; the header names and the
+ * key rule come from `../protocol.ts`, which the server half uses too.
  */
+
+export {
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENT_REPLAYED_HEADER,
+  isValidIdempotencyKey,
+  MAX_KEY_LENGTH,
+  RETRY_AFTER_HEADER,
+} from '../protocol.ts';
 export {
   DEFAULT_BASE_DELAY_MS,
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_MAX_DELAY_MS,
   DEFAULT_MAX_RETRY_AFTER_MS,
-  IDEMPOTENCY_KEY_HEADER,
-  IDEMPOTENT_REPLAYED_HEADER,
-  RETRY_AFTER_HEADER,
 } from './constants.ts';
 export {
   getIdempotencyKey,
   getIdempotencyObserver,
-  type IdempotencyContext,
-  type IdempotencyEvent,
   type IdempotencyObserver,
   isReplayedResponse,
-  isValidIdempotencyKey,
+  type KeyedMutationContext,
+  type RetryLinkEvent,
 } from './context.ts';
 export { idempotencyHeaders, type OperationLike } from './headers.ts';
 export { createIdempotencyKey } from './key.ts';

@@ -11,14 +11,14 @@
 import { type OperationResultEnvelope, TRPCClientError, type TRPCLink } from '@trpc/client';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { observable, type Unsubscribable } from '@trpc/server/observable';
-import { DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_RETRY_AFTER_MS, RETRY_AFTER_HEADER } from './constants.ts';
+import { isValidIdempotencyKey, RETRY_AFTER_HEADER } from '../protocol.ts';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_RETRY_AFTER_MS } from './constants.ts';
 import {
   errorResponseOf,
   getIdempotencyObserver,
-  type IdempotencyEvent,
   isReplayedResponse,
-  isValidIdempotencyKey,
   mutationKeyOf,
+  type RetryLinkEvent,
   readResponseHeader,
   responseOf,
   responseStatus,
@@ -79,7 +79,7 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
       // which would look like a network error.
       if (key === undefined || !isValidIdempotencyKey(key)) return next(op);
       const observe = getIdempotencyObserver(op.context);
-      const notify = (event: IdempotencyEvent) => {
+      const notify = (event: RetryLinkEvent) => {
         try {
           observe?.(event);
         } catch (error) {

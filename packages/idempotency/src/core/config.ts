@@ -46,7 +46,17 @@ export interface IdempotencyOptions {
    * `DEFAULT_STORED_ERROR_CODES`.
    */
   storedErrorCodes?: readonly string[];
+  /**
+   * What a request without an `Idempotency-Key` gets. `reject` (the default): 400. `passthrough`: the
+   * procedure runs unprotected — nothing claimed, nothing stored, a retry runs it again — and the request is
+   * reported as an `unkeyed` outcome. A rollout aid for clients that do not send a key yet; a malformed key
+   * is still a 400.
+   */
+  missingKey?: MissingKeyPolicy;
 }
+
+export type MissingKeyPolicy = 'reject' | 'passthrough';
+const MISSING_KEY_POLICIES: readonly MissingKeyPolicy[] = ['reject', 'passthrough'];
 
 /** Business outcomes that a retry would only repeat: store them and replay them. */
 export const DEFAULT_STORED_ERROR_CODES = [
@@ -69,6 +79,7 @@ export const DEFAULT_OPTIONS: ResolvedOptions = {
   retryAfterSeconds: 1,
   maxInFlightPerScope: 20,
   storedErrorCodes: DEFAULT_STORED_ERROR_CODES,
+  missingKey: 'reject',
 };
 
 export function resolveOptions(...layers: Array<IdempotencyOptions | undefined>): ResolvedOptions {
@@ -97,6 +108,8 @@ export function resolveOptions(...layers: Array<IdempotencyOptions | undefined>)
     throw new RangeError(
       `maxInFlightPerScope must be a whole number ≥ 1 (or Infinity), got ${resolved.maxInFlightPerScope}`,
     );
+  if (!MISSING_KEY_POLICIES.includes(resolved.missingKey))
+    throw new RangeError(`missingKey must be 'reject' or 'passthrough', got ${String(resolved.missingKey)}`);
   return resolved;
 }
 

@@ -2,6 +2,7 @@
  * Every failure the idempotency layer itself produces: one base class, a stable machine-readable `code`, and
  * the HTTP status the contract gives it. Adapters (tRPC) map these to their own error types.
  */
+import { IDEMPOTENCY_KEY_HEADER, MAX_KEY_LENGTH } from '../protocol.ts';
 export const IdempotencyErrorCode = {
   /** The procedure requires an Idempotency-Key and none was sent. 400. */
   missingKey: 'idempotency_key_missing',
@@ -61,8 +62,6 @@ export class IdempotencyError extends Error {
   }
 }
 
-export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
-
 export function missingKeyError(): IdempotencyError {
   return new IdempotencyError(
     IdempotencyErrorCode.missingKey,
@@ -73,7 +72,7 @@ export function missingKeyError(): IdempotencyError {
 export function malformedKeyError(reason: string): IdempotencyError {
   return new IdempotencyError(
     IdempotencyErrorCode.malformedKey,
-    `The ${IDEMPOTENCY_KEY_HEADER} header is malformed: ${reason}. Send 1–255 printable ASCII characters.`,
+    `The ${IDEMPOTENCY_KEY_HEADER} header is malformed: ${reason}. Send 1–${MAX_KEY_LENGTH} printable ASCII characters.`,
   );
 }
 
@@ -152,4 +151,13 @@ export function streamedError(): IdempotencyError {
       'httpBatchStreamLink): its status and headers (Idempotent-Replayed, Retry-After) are sent before the result. ' +
       'Nothing was done; send it without trpc-accept (httpLink).',
   );
+}
+
+/**
+ * The store is not set up for this database (its table is missing): a server fault, never the client's. The
+ * tRPC adapter answers it as a plain 500 and keeps this error, with its how-to-fix message, as the cause that
+ * the server's `onError` logs.
+ */
+export class IdempotencyStoreSetupError extends Error {
+  override readonly name: string = 'IdempotencyStoreSetupError';
 }

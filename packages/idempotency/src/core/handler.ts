@@ -103,6 +103,32 @@ export async function handleTransactional<TTx, TResult>(
 }
 
 /**
+ * A request without a key that `missingKey: 'passthrough'` lets through, in transactional mode: the procedure
+ * runs once in a transaction of its own (it writes through `tx` as usual), unprotected — nothing is claimed or
+ * stored, so a retry runs it again. A result that is not a success rolls its writes back, as with a key.
+ */
+export async function runUnkeyedTransactional<TTx, TResult>(
+  store: IdempotencyStore<TTx>,
+  options: ResolvedOptions,
+  run: (tx: TTx) => Promise<RunOutcome<TResult>>,
+): Promise<TResult> {
+  try {
+    return await store.transaction(
+      async (tx) => {
+        const outcome = await run(tx);
+        if (outcome.response === null || outcome.response.kind === 'error')
+          throw new RollBack(outcome.result, null);
+        return outcome.result;
+      },
+      { lockTimeoutMs: options.lockTimeoutMs, timeoutMs: options.transactionTimeoutMs },
+    );
+  } catch (error) {
+    if (error instanceof RollBack) return error.result as TResult;
+    throw error;
+  }
+}
+
+/**
  * Records a business error after its transaction rolled back (one short transaction, one statement). Cheaper
  * than a SAVEPOINT on every request, at one cost: between the rollback and this insert, a duplicate that was
  * waiting on the key may claim it and run the procedure itself. Then the key holds THAT run's result and this

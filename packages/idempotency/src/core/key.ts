@@ -4,10 +4,8 @@
  * Both are accepted. Lists (a repeated header is folded into "a, b"), parameters and empty values are not.
  */
 import { parseItem } from 'structured-headers';
+import { isPrintableAscii, MAX_KEY_LENGTH } from '../protocol.ts';
 import { malformedKeyError, missingKeyError } from './errors.ts';
-
-export const MAX_KEY_LENGTH = 255;
-const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
 
 /** The key in a header value; throws IdempotencyError (400) when missing or malformed. */
 export function parseIdempotencyKey(headerValue: string | null | undefined): string {
@@ -17,8 +15,7 @@ export function parseIdempotencyKey(headerValue: string | null | undefined): str
   const key = trimmed.startsWith('"') ? parseStructuredString(trimmed) : trimmed;
   if (key.length === 0) throw malformedKeyError('it is empty');
   if (key.length > MAX_KEY_LENGTH) throw malformedKeyError(`it is ${key.length} characters long`);
-  if (!PRINTABLE_ASCII.test(key))
-    throw malformedKeyError('it contains non-printable or non-ASCII characters');
+  if (!isPrintableAscii(key)) throw malformedKeyError('it contains non-printable or non-ASCII characters');
   if (!trimmed.startsWith('"') && key.includes(',')) {
     throw malformedKeyError('it is a list (was the header sent twice?)');
   }

@@ -31,7 +31,7 @@ export type StoredResponse =
 export interface RecordKey {
   /** Whose key: the principal, from the server's context, never from the client. */
   scope: string;
-  /** The procedure path, e.g. `checkout.placeOrder`. */
+  /** The procedure path, e.g. `payments.charge`. */
   procedure: string;
   key: string;
 }
@@ -56,5 +56,7 @@ export const RequestOutcome = {
   mismatch: 'mismatch',
   rejected: 'rejected',
   released: 'released',
+  /** No key, and `missingKey: 'passthrough'`: the procedure ran unprotected. */
+  unkeyed: 'unkeyed',
 } as const;
 export type RequestOutcome = (typeof RequestOutcome)[keyof typeof RequestOutcome];

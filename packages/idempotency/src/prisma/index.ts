@@ -5,6 +5,7 @@
 
 export { type CleanupResult, cleanupExpiredKeys } from './cleanup.ts';
 export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
+export { IdempotencyTableMissingError } from './missing-table.ts';
 export {
   createIdempotencyKeyOperations,
   type DeleteExpiredOptions,

@@ -4,11 +4,13 @@
  * key; everyone else reads what is there. All times come from the database's now(). In external mode the owner
  * renews its lease through the same table (`renewLease`) while its procedure runs.
  */
+
 import { tooManyInFlightError } from '../core/errors.ts';
 import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
 import { expiredBatchDelete } from './expired-batch.ts';
+import { explainingMissingTable } from './missing-table.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE, hasPostgresCode, quoteTable } from './sql.ts';
 
 export interface PrismaStoreOptions {
@@ -242,7 +244,8 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   }
 
   return {
-    claim,
+    // Every keyed request starts with a claim: a missing table is reported there, by name.
+    claim: (request, tx) => explainingMissingTable(tableName, () => claim(request, tx)),
     ...(options.leaseRenewal === false ? {} : { renewLease }),
 
     async complete(key, owner, response, tx?: SqlExecutor) {
@@ -293,7 +296,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
 
     isLockTimeout: (error) => hasPostgresCode(error, '55P03', /lock timeout/i),
 
-    deleteExpiredBatch: (batchSize) => deleteExpired(db, batchSize),
+    deleteExpiredBatch: (batchSize) => explainingMissingTable(tableName, () => deleteExpired(db, batchSize)),
   };
 }
 

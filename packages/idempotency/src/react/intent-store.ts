@@ -1,12 +1,13 @@
 /**
- * The persisted state of one purchase intent: its key and, while an attempt may be in flight, the payload it
+ * The persisted state of one intent: its key and, while an attempt may be in flight, the payload it
  * was sent with. One record per intent in the storage the hook is given (`idem:intent:<intentId>`; default
- * sessionStorage: per tab; the checkout passes localStorage: shared by the tabs), so a reload, the back button
+ * sessionStorage: per tab; localStorage: shared by the tabs), so a reload, the back button
  * or a resubmit finds the same key. Shared by every hook instance of the same (storage, intent), with change
  * notifications for `useSyncExternalStore` — also for writes by other tabs (the `storage` event).
  */
-import { isValidIdempotencyKey } from '../client/context.ts';
+
 import { createIdempotencyKey } from '../client/key.ts';
+import { isValidIdempotencyKey } from '../protocol.ts';
 
 /** The part of the Web Storage API used (window.sessionStorage fits). */
 export type KeyValueStorage = Pick<Storage, 'getItem' | 'setItem' | 'removeItem'>;

@@ -1,5 +1,5 @@
 /**
- * How a sent payload is persisted with its key, and when two payloads are "the same purchase": exactly when the
+ * How a sent payload is persisted with its key, and when two payloads are "the same request": exactly when the
  * server would give them the same fingerprint — their canonical wire forms (`core/wire-form.ts`) are equal.
  */
 import { canonicalWireForm, plainJsonWire, type WireTransformer } from '../core/wire-form.ts';

@@ -50,7 +50,7 @@ export interface InDoubtAttempt<TPayload> {
   sentAt: number;
   /**
    * Older than `maxIntentAgeMs`: it is not re-sent. Ask the server what became of it (its key and `payload`
-   * name the order), then let the user start over.
+   * identify the effect), then let the user start over.
    */
   expired: boolean;
 }
@@ -81,7 +81,7 @@ export interface IdempotencyKeyHandle<TPayload> {
    * the next attempt is a new intent with a new key. With `key`, only if the intent still has that key.
    */
   retire(key?: string): void;
-  /** The user explicitly starts a new purchase: a new key, even if an attempt is in doubt. */
+  /** The user explicitly starts a new intent: a new key, even if an attempt is in doubt. */
   reset(): void;
 }
 
@@ -180,9 +180,9 @@ export function useIntent<TPayload>(intentId: string, options: UseIdempotencyKey
 }
 
 /**
- * One idempotency key per purchase intent, kept in sessionStorage under `idem:intent:<intentId>`: the same key
+ * One idempotency key per intent, kept in sessionStorage under `idem:intent:<intentId>`: the same key
  * across re-renders, reloads and back-and-resubmit, until `retire()` (final outcome) or `reset()` (the user
- * starts a new purchase). `key` is null until mounted (see `IdempotencyKeyHandle.key`).
+ * starts a new intent). `key` is null until mounted (see `IdempotencyKeyHandle.key`).
  */
 export function useIdempotencyKey<TPayload = unknown>(
   intentId: string,

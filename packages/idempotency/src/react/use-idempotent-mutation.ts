@@ -1,5 +1,5 @@
 /**
- * `useIdempotentMutation`: a keyed tRPC mutation on TanStack Query, with one key per purchase intent
+ * `useIdempotentMutation`: a keyed tRPC mutation on TanStack Query, with one key per intent
  * (`useIdempotencyKey`), retries through `idempotentRetryLink`, and an explicit in-doubt state.
  *
  * How the key reaches the link: `@trpc/tanstack-react-query`'s `mutationOptions(opts)` returns a `mutationFn`
@@ -12,9 +12,9 @@
  * reloaded mid-request, or retries ran out) and `submit` is called with a DIFFERENT payload, the new payload
  * is NOT sent. The ORIGINAL payload is re-sent with the ORIGINAL key — the server replays its outcome if it
  * went through, or runs it once if it did not — and that outcome is reported (`state.recoveredInDoubt`,
- * `state.input` = the original payload). Only after that may the UI start a new purchase, and only with the
+ * `state.input` = the original payload). Only after that may the UI start a new intent, and only with the
  * user's consent, through `reset()` (a new key). Sending the edited payload under the old key would be
- * rejected (422), and under a new key could buy twice.
+ * rejected (422), and under a new key could run twice.
  *
  * An unresolved intent's key is never given up silently: a 422 to a re-sent attempt that is not a replay
  * (the server holds another payload under the key) leaves the key and the payload in place ('unresolved');
@@ -24,7 +24,7 @@
 import { type UseMutationOptions, useMutation } from '@tanstack/react-query';
 import { useCallback, useMemo, useState } from 'react';
 import { DEFAULT_MAX_ATTEMPTS } from '../client/constants.ts';
-import type { IdempotencyContext, IdempotencyEvent } from '../client/context.ts';
+import type { KeyedMutationContext, RetryLinkEvent } from '../client/context.ts';
 import { httpStatusOf, isAbortError, retryReasonOf } from '../client/retry-policy.ts';
 import { plainJsonWire } from '../core/wire-form.ts';
 import { isAlive, keepAlive, parseRecord } from './intent-store.ts';
@@ -37,7 +37,7 @@ import {
 } from './use-idempotency-key.ts';
 
 /** What the hook passes to your `mutationOptions` call: spread it into `trpc.x.mutationOptions({ ... })`. */
-export type IdempotentRequestOptions = { trpc: { context: IdempotencyContext } };
+export type IdempotentRequestOptions = { trpc: { context: KeyedMutationContext } };
 
 export type IdempotentMutationStatus =
   | 'idle'
@@ -81,7 +81,7 @@ export interface IdempotentMutationState<TData, TError, TVariables> {
 
 /** `storage`, `transformer`, `serializer`, `maxIntentAgeMs`: see `useIdempotencyKey`. */
 export interface UseIdempotentMutationOptions extends UseIdempotencyKeyOptions {
-  /** Names the purchase intent; its key lives in storage under `idem:intent:<intentId>`. */
+  /** Names the intent; its key lives in storage under `idem:intent:<intentId>`. */
   intentId: string;
 }
 
@@ -98,12 +98,12 @@ export interface UseIdempotentMutationResult<TData, TError, TVariables> {
   key: string | null;
   inDoubt: InDoubtAttempt<TVariables> | null;
   /**
-   * Another tab sharing the storage is waiting for this intent's outcome. Do not offer a new purchase: a
+   * Another tab sharing the storage is waiting for this intent's outcome. Do not offer a new intent: a
    * `submit` here joins that payment (same key), and `reset()` is refused until it is over.
    */
   inFlightElsewhere: boolean;
   /**
-   * The user starts a new purchase: a new key (even if an attempt is in doubt) and an idle state. Refused
+   * The user starts a new intent: a new key (even if an attempt is in doubt) and an idle state. Refused
    * (returns false) while an attempt is in flight, in this tab or another — wait for its outcome.
    */
   reset(): boolean;
@@ -148,7 +148,7 @@ function idleState<TData, TError, TVariables>(): IdempotentMutationState<TData, 
 
 /**
  * @param mutationOptions builds the tRPC mutation options from the request options this hook supplies:
- *   `(request) => trpc.checkout.placeOrder.mutationOptions({ ...request, onSuccess: … })`. Called on every
+ *   `(request) => trpc.notes.create.mutationOptions({ ...request, onSuccess: … })`. Called on every
  *   render and once per submission; keep it pure. TanStack `retry` is forced off: retries belong to
  *   `idempotentRetryLink`, which re-sends the same operation with the same key.
  */
@@ -172,7 +172,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
      * The in-flight submission's context: read by mutationFn (TanStack calls it a few microtasks after
      * mutateAsync). Only `submit` sets it, and never while one is in flight, so a call always reads its own.
      */
-    context: null as IdempotencyContext | null,
+    context: null as KeyedMutationContext | null,
     inFlight: null as Promise<State> | null,
     /** As the link last reported it. */
     maxAttempts: DEFAULT_MAX_ATTEMPTS,
@@ -260,7 +260,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
         setState(next);
         return next;
       };
-      const observer = (event: IdempotencyEvent) => {
+      const observer = (event: RetryLinkEvent) => {
         linkSeen = true;
         if (event.type === 'attempt') {
           attempt = event.attempt;
@@ -310,7 +310,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
   );
 
   const reset = useCallback((): boolean => {
-    // Another tab waiting for this intent's outcome: a new key here could pay for the same cart twice.
+    // Another tab waiting for this intent's outcome: a new key here could run the same intent twice.
     if (self.inFlight || isAlive(parseRecord(store.read())?.sent ?? null)) return false;
     store.replace();
     setInFlightKey(null);

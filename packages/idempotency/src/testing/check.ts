@@ -67,6 +67,15 @@ export function expectFresh(sent: Sent, what: string) {
 }
 
 /** A replay of `original`: same status, `Idempotent-Replayed: true`, byte-identical body. */
+/** A new key's first request with the target's input, which must be executed: the key, the input, the answer. */
+export async function sendFresh<TInput>(context: CheckContext<TInput>) {
+  const key = context.newKey();
+  const input = context.target.input();
+  const first = await context.client.post({ key, input });
+  expectFresh(first, 'first request');
+  return { key, input, first };
+}
+
 export function expectReplayOf(sent: Sent, original: Sent, what: string) {
   expectStatus(sent, original.status, what);
   if (sent.replayed !== 'true')

@@ -3,7 +3,7 @@
  * Idempotency-Key, and keeps what the contract is about from each answer: status, the two idempotency headers,
  * the body text exactly as received, and when it was sent and received.
  */
-import { IDEMPOTENCY_KEY_HEADER } from '../core/errors.ts';
+import { IDEMPOTENCY_KEY_HEADER } from '../protocol.ts';
 import type { ConformanceFetch, ConformancePrincipal, ConformanceTarget } from './target.ts';
 
 export interface Sent {

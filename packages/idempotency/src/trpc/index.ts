@@ -4,10 +4,16 @@ export { UnstableScope, unstableScope } from '../core/errors.ts';
 export type { FaultHooks } from '../core/handler.ts';
 export { ReplayedErrorCause, toTRPCError } from './errors.ts';
 export {
+  type HttpContextOptions,
+  type IdempotencyHttpContext,
+  idempotencyHttpContext,
+  type NodeRequestHeaders,
+} from './http-context.ts';
+export {
   type CreateIdempotencyConfig,
   createIdempotency,
-  type IdempotencyContext,
   type IdempotencyEvent,
+  type IdempotentProcedureContext,
   type ResultTransformer,
-  type TransactionalIdempotencyContext,
+  type TransactionalProcedureContext,
 } from './middleware.ts';

@@ -2,8 +2,9 @@
  * The tRPC adapter: `createIdempotency(config)` returns `.concat()`-able procedures — `transactional()` and
  * `external()` — that make a mutation safe to retry.
  *
- *   placeOrder: authedProcedure.concat(idempotency.external()).input(schema).mutation(…)
+ *   charge: authedProcedure.concat(idempotency.external()).input(schema).mutation(…)
  */
+import { randomUUID } from 'node:crypto';
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { TRPCRequestInfo } from '@trpc/server/http';
 import {
@@ -14,8 +15,8 @@ import {
 } from '../core/config.ts';
 import {
   batchedError,
-  IDEMPOTENCY_KEY_HEADER,
   IdempotencyError,
+  IdempotencyStoreSetupError,
   invalidInputError,
   streamedError,
   UnstableScope,
@@ -28,11 +29,13 @@ import {
   handleExternal,
   handleTransactional,
   type IdempotentRequest,
+  runUnkeyedTransactional,
 } from '../core/handler.ts';
 import { parseIdempotencyKey } from '../core/key.ts';
 import { logKeyHash } from '../core/log-key-hash.ts';
 import { RequestOutcome, type StoredResponse } from '../core/record.ts';
 import type { IdempotencyStore } from '../core/store.ts';
+import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, RETRY_AFTER_HEADER } from '../protocol.ts';
 import { replayedError, storedError, toTRPCError } from './errors.ts';
 
 /** superjson, or any transformer with the same two functions. Must match the router's transformer. */
@@ -40,6 +43,12 @@ export interface ResultTransformer {
   serialize(value: unknown): unknown;
   deserialize(value: never): unknown;
 }
+
+/** What tRPC uses when a router has no transformer: values travel as they are. */
+const identityTransformer: ResultTransformer = {
+  serialize: (value) => value,
+  deserialize: (value) => value,
+};
 
 export interface IdempotencyEvent {
   procedure: string;
@@ -52,7 +61,11 @@ export interface IdempotencyEvent {
 
 export interface CreateIdempotencyConfig<TContext, TTx> {
   store: IdempotencyStore<TTx>;
-  transformer: ResultTransformer;
+  /**
+   * The router's transformer (`superjson`), so that stored results replay byte for byte. Leave it out only
+   * when the router has none: the default is tRPC's identity (values travel as plain JSON).
+   */
+  transformer?: ResultTransformer;
   /**
    * The principal the key belongs to, from the server's context. null → 401. `unstableScope(howToFix)` when
    * there is a principal but a retry will not have it (a guest session created by this very request) → 400,
@@ -83,9 +96,15 @@ export interface CreateIdempotencyConfig<TContext, TTx> {
 }
 
 /** What an idempotent procedure finds in `ctx.idempotency`. */
-export interface IdempotencyContext {
-  /** The client's key: forward it (or something derived from it) to every outside service. */
+export interface IdempotentProcedureContext {
+  /**
+   * The client's key: forward it (or something derived from it) to every outside service. For a request
+   * let through without a key (`missingKey: 'passthrough'`, `keyed: false`), a fresh UUID of this request
+   * alone, so a retry is a new request.
+   */
   key: string;
+  /** False when the request carried no key and ran unprotected (`missingKey: 'passthrough'`). */
+  keyed: boolean;
   /** The principal the key is scoped to. */
   scope: string;
   /**
@@ -96,7 +115,7 @@ export interface IdempotencyContext {
   fingerprint: string;
 }
 
-export interface TransactionalIdempotencyContext<TTx> extends IdempotencyContext {
+export interface TransactionalProcedureContext<TTx> extends IdempotentProcedureContext {
   /** The transaction that also holds the claim and will hold the stored result. */
   tx: TTx;
 }
@@ -108,10 +127,20 @@ interface GuardOptions<TContext> {
   getRawInput: () => Promise<unknown>;
 }
 
+/** How a mode runs a request: with its key (the lifecycle), or unprotected (`missingKey: 'passthrough'`). */
+interface ModeRunner<TResult> {
+  keyed(
+    request: IdempotentRequest,
+    idempotency: IdempotentProcedureContext,
+  ): Promise<HandledRequest<TResult>>;
+  unkeyed(idempotency: IdempotentProcedureContext): Promise<TResult>;
+}
+
 export function createIdempotency<TContext extends object, TTx>(
   config: CreateIdempotencyConfig<TContext, TTx>,
 ) {
   const t = initTRPC.context<TContext>().create();
+  const transformer = config.transformer ?? identityTransformer;
   /** This instance's middlewares, to recognise its procedures in a request (`streamedResponseMeta`). */
   const ownMiddlewares = new WeakSet<object>();
   function registered<TProcedure extends { _def: { middlewares: readonly object[] } }>(
@@ -123,16 +152,14 @@ export function createIdempotency<TContext extends object, TTx>(
 
   /**
    * Everything around running the procedure: key, scope, fingerprint, error mapping, replay, headers and
-   * events. `execute` runs the mode's lifecycle; it is passed in so each mode's `next()` call keeps its own
+   * events. `run` holds the mode's two ways to run; it is passed in so each mode's `next()` call keeps its own
    * context type.
    */
   async function guard<TResult extends MiddlewareResultLike>(
     mode: IdempotencyMode,
+    options: ResolvedOptions,
     { ctx, path, type, getRawInput }: GuardOptions<TContext>,
-    execute: (
-      request: IdempotentRequest,
-      idempotency: IdempotencyContext,
-    ) => Promise<HandledRequest<TResult>>,
+    run: ModeRunner<TResult>,
   ): Promise<TResult> {
     if (type !== 'mutation') throw new Error(`Idempotency applies to mutations; ${path} is a ${type}.`);
     const started = performance.now();
@@ -145,35 +172,51 @@ export function createIdempotency<TContext extends object, TTx>(
     try {
       if (config.isBatched?.(ctx)) throw batchedError();
       if (config.isStreamed?.(ctx)) throw streamedError();
-      const key = parseIdempotencyKey(config.getRequestHeaders(ctx)?.get(IDEMPOTENCY_KEY_HEADER));
+      const headerValue = config.getRequestHeaders(ctx)?.get(IDEMPOTENCY_KEY_HEADER) ?? null;
+      const keyed = headerValue !== null || options.missingKey === 'reject';
+      const key = keyed ? parseIdempotencyKey(headerValue) : randomUUID();
       const scope = config.getScope(ctx);
       if (scope instanceof UnstableScope) throw unstableScopeError(scope.howToFix);
       if (!scope)
         throw new TRPCError({ code: 'UNAUTHORIZED', message: 'An idempotent request needs a principal.' });
+      const fingerprint = fingerprintInput(path, await getRawInput(), transformer);
+      if (!keyed) {
+        const result = await run.unkeyed({ key, keyed, scope, fingerprint });
+        report(RequestOutcome.unkeyed);
+        return result;
+      }
       // Only hashed when someone listens: the request path pays for no work nobody reads.
       if (config.onEvent) keyHash = logKeyHash(scope, key);
-      const request = {
-        scope,
-        procedure: path,
-        key,
-        fingerprint: fingerprintInput(path, await getRawInput(), config.transformer),
-      };
-      handled = await execute(request, { key, scope, fingerprint: request.fingerprint });
+      const request = { scope, procedure: path, key, fingerprint };
+      handled = await run.keyed(request, { key, keyed, scope, fingerprint });
     } catch (error) {
+      if (error instanceof IdempotencyStoreSetupError)
+        throw new TRPCError({
+          code: 'INTERNAL_SERVER_ERROR',
+          message: 'Internal server error',
+          cause: error,
+        });
       if (!(error instanceof IdempotencyError)) throw error;
       if (error.retryAfterSeconds !== undefined)
-        responseHeaders?.set('Retry-After', String(error.retryAfterSeconds));
+        responseHeaders?.set(RETRY_AFTER_HEADER, String(error.retryAfterSeconds));
       report(outcomeOfError(error));
       throw toTRPCError(error);
     }
 
     if (handled.kind === 'replayed') {
-      responseHeaders?.set('Idempotent-Replayed', 'true');
+      responseHeaders?.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
       report(RequestOutcome.replayed);
-      return replayResult<TResult>(handled.response, config.transformer);
+      return replayResult<TResult>(handled.response, transformer);
     }
     report(handled.kind === 'executed' ? RequestOutcome.executed : RequestOutcome.released);
     return handled.result;
+  }
+
+  /** HTTP 400 for a streamed response that carries one of this instance's procedures (see the returned doc). */
+  function streamedResponseMeta({ info }: { info?: TRPCRequestInfo | undefined }): { status?: number } {
+    if (info?.accept !== 'application/jsonl') return {};
+    const idempotentCall = info.calls.some((call) => usesAnyOf(call.procedure, ownMiddlewares));
+    return idempotentCall ? { status: streamedError().httpStatus } : {};
   }
 
   return {
@@ -184,23 +227,28 @@ export function createIdempotency<TContext extends object, TTx>(
     transactional(perProcedure?: IdempotencyOptions) {
       const options = resolveOptions(config.defaults, perProcedure);
       const procedure = t.procedure.use((opts) => {
-        const callNext = (idempotency: TransactionalIdempotencyContext<TTx>) =>
+        const callNext = (idempotency: TransactionalProcedureContext<TTx>) =>
           opts.next({ ctx: { idempotency } });
         type Result = Awaited<ReturnType<typeof callNext>>;
+        const runInTx = (idempotency: IdempotentProcedureContext) => async (tx: TTx) => {
+          const result = await callNext({ ...idempotency, tx });
+          return { result, response: toStoredResponse(result, options, transformer) };
+        };
         return guard<Result>(
           IdempotencyMode.transactional,
+          options,
           { ...opts, ctx: asContext(opts.ctx) },
-          (request, idempotency) =>
-            handleTransactional<TTx, Result>(
-              config.store,
-              options,
-              request,
-              async (tx) => {
-                const result = await callNext({ ...idempotency, tx });
-                return { result, response: toStoredResponse(result, options, config.transformer) };
-              },
-              config.faultHooks,
-            ),
+          {
+            keyed: (request, idempotency) =>
+              handleTransactional<TTx, Result>(
+                config.store,
+                options,
+                request,
+                runInTx(idempotency),
+                config.faultHooks,
+              ),
+            unkeyed: (idempotency) => runUnkeyedTransactional(config.store, options, runInTx(idempotency)),
+          },
         );
       });
       return registered(procedure);
@@ -213,22 +261,26 @@ export function createIdempotency<TContext extends object, TTx>(
     external(perProcedure?: IdempotencyOptions) {
       const options = resolveOptions(config.defaults, perProcedure);
       const procedure = t.procedure.use((opts) => {
-        const callNext = (idempotency: IdempotencyContext) => opts.next({ ctx: { idempotency } });
+        const callNext = (idempotency: IdempotentProcedureContext) => opts.next({ ctx: { idempotency } });
         type Result = Awaited<ReturnType<typeof callNext>>;
         return guard<Result>(
           IdempotencyMode.external,
+          options,
           { ...opts, ctx: asContext(opts.ctx) },
-          (request, idempotency) =>
-            handleExternal<Result>(
-              config.store as IdempotencyStore<unknown>,
-              options,
-              request,
-              async () => {
-                const result = await callNext(idempotency);
-                return { result, response: toStoredResponse(result, options, config.transformer) };
-              },
-              config.faultHooks,
-            ),
+          {
+            keyed: (request, idempotency) =>
+              handleExternal<Result>(
+                config.store as IdempotencyStore<unknown>,
+                options,
+                request,
+                async () => {
+                  const result = await callNext(idempotency);
+                  return { result, response: toStoredResponse(result, options, transformer) };
+                },
+                config.faultHooks,
+              ),
+            unkeyed: callNext,
+          },
         );
       });
       return registered(procedure);
@@ -242,10 +294,32 @@ export function createIdempotency<TContext extends object, TTx>(
      *
      *   fetchRequestHandler({ …, responseMeta: (opts) => idempotency.streamedResponseMeta(opts) })
      */
-    streamedResponseMeta({ info }: { info?: TRPCRequestInfo | undefined }): { status?: number } {
-      if (info?.accept !== 'application/jsonl') return {};
-      const idempotentCall = info.calls.some((call) => usesAnyOf(call.procedure, ownMiddlewares));
-      return idempotentCall ? { status: streamedError().httpStatus } : {};
+    streamedResponseMeta,
+
+    /**
+     * For the HTTP handler's `responseMeta`, with every tRPC adapter: what `streamedResponseMeta` does, and the
+     * middleware's own response headers (`Idempotent-Replayed`, `Retry-After`, read through
+     * `getResponseHeaders` from the handler's context) put on the response. The Node adapters (standalone,
+     * Express) give the context no response headers, so without this a replay never says it is one. Only
+     * those two headers are copied, with set semantics: on the fetch adapter, whose `resHeaders` already are
+     * the response's, nothing is doubled and no other header (a cookie) is touched.
+     *
+     *   createHTTPServer({ …, responseMeta: (opts) => idempotency.responseMeta(opts) })
+     */
+    responseMeta(opts: { ctx?: unknown; info?: TRPCRequestInfo | undefined }): {
+      status?: number;
+      headers?: Record<string, string>;
+    } {
+      const meta: { status?: number; headers?: Record<string, string> } = streamedResponseMeta(opts);
+      // The handler's context, before any middleware: the getter reads the same field from it.
+      const responseHeaders = opts.ctx ? config.getResponseHeaders?.(opts.ctx as TContext) : undefined;
+      const headers: Record<string, string> = {};
+      for (const name of [IDEMPOTENT_REPLAYED_HEADER, RETRY_AFTER_HEADER]) {
+        const value = responseHeaders?.get(name);
+        if (value !== null && value !== undefined) headers[name] = value;
+      }
+      if (Object.keys(headers).length > 0) meta.headers = headers;
+      return meta;
     },
   };
 }

@@ -5,14 +5,12 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
+import type { ResolvedOptions } from '../../src/core/config.ts';
+import { handleExternal, handleTransactional, type IdempotentRequest } from '../../src/core/handler.ts';
 import {
   fingerprintRequest,
-  handleExternal,
-  handleTransactional,
   IdempotencyError,
   type IdempotencyStore,
-  type IdempotentRequest,
-  type ResolvedOptions,
   type StoredResponse,
 } from '../../src/index.ts';
 import { cleanupExpiredKeys } from '../../src/prisma/index.ts';

@@ -5,16 +5,18 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
+import type { ResolvedOptions } from '../../src/core/config.ts';
 import {
   type HandledRequest,
   handleExternal,
   handleTransactional,
+  type IdempotentRequest,
+} from '../../src/core/handler.ts';
+import {
   IdempotencyError,
   IdempotencyErrorCode,
   type IdempotencyRecord,
   type IdempotencyStore,
-  type IdempotentRequest,
-  type ResolvedOptions,
   type StoredResponse,
 } from '../../src/index.ts';
 import { newCallLog, scheduledStore } from './properties-scheduled.ts';

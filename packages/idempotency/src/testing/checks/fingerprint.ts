@@ -4,10 +4,10 @@ import {
   type ConformanceCheck,
   ConformanceCheckId,
   expectExecutions,
-  expectFresh,
   expectRejected,
   expectReplayOf,
   fail,
+  sendFresh,
 } from '../check.ts';
 
 export const fingerprint: ConformanceCheck = {
@@ -15,10 +15,7 @@ export const fingerprint: ConformanceCheck = {
   title: 'same key + a different input → 422, nothing executed, the stored answer untouched',
   unavailableReason: () => null,
   async run(context) {
-    const key = context.newKey();
-    const input = context.target.input();
-    const first = await context.client.post({ key, input });
-    expectFresh(first, 'first request');
+    const { key, input, first } = await sendFresh(context);
     const recordBefore = await findRecord(context, key);
 
     const different = await context.client.post({ key, input: context.target.differentInput() });

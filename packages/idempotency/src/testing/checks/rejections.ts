@@ -2,7 +2,7 @@
  * Status-table rows about requests refused before anything runs: no key, a malformed key, no principal, an
  * invalid or unfingerprintable input, a batch. Each must execute nothing and store nothing.
  */
-import { MAX_KEY_LENGTH } from '../../core/key.ts';
+import { MAX_KEY_LENGTH } from '../../protocol.ts';
 import {
   type ConformanceCheck,
   ConformanceCheckId,

@@ -7,6 +7,7 @@ import {
   expectFresh,
   expectReplayOf,
   fail,
+  sendFresh,
 } from '../check.ts';
 
 const always = () => null;
@@ -36,10 +37,7 @@ export const replay: ConformanceCheck = {
   title: 'same key + same input → the stored answer, byte-identical, with Idempotent-Replayed: true',
   unavailableReason: always,
   async run(context) {
-    const key = context.newKey();
-    const input = context.target.input();
-    const first = await context.client.post({ key, input });
-    expectFresh(first, 'first request');
+    const { key, input, first } = await sendFresh(context);
     const second = await context.client.post({ key, input });
     expectReplayOf(second, first, 'second request');
     const third = await context.client.post({ key, input });
@@ -54,10 +52,7 @@ export const canonicalInput: ConformanceCheck = {
   title: 'same key + the same input with its JSON keys reordered and re-spaced → replay (canonical JSON)',
   unavailableReason: always,
   async run(context) {
-    const key = context.newKey();
-    const input = context.target.input();
-    const first = await context.client.post({ key, input });
-    expectFresh(first, 'first request');
+    const { key, input, first } = await sendFresh(context);
     const wire = context.client.wireBody(input);
     const reordered = JSON.stringify(reverseObjectKeys(JSON.parse(wire) as unknown), null, 1);
     const second = await context.client.post({ key, rawBody: reordered });

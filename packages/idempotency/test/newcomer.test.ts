@@ -1,0 +1,246 @@
+/**
+ * A newcomer's first run, from outside the repository: the packed tarball installed into a fresh app in a
+ * temp directory (pnpm, from the local store where it can, the registry otherwise), the README's Prisma model
+ * generated into a client, the README's SQL creating the table, a tRPC standalone server written the way
+ * "HTTP adapters" says — plain JavaScript, no TypeScript, nothing from this workspace — and the packed
+ * `./testing` kit run against it. About 15 s, most of it `pnpm build`, `pnpm install` and `prisma generate`.
+ * The control is the same app without the recipe's `responseMeta` line: the kit fails it (no
+ * `Idempotent-Replayed` on a replay).
+ *
+ * The Prisma CLI runs offline through the repository's wasm schema engine (PRISMA_SCHEMA_ENGINE_BINARY, the
+ * README's offline route); everything else the app imports is the registry's.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { createPrismaClient } from '@idem/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const packageDir = path.resolve(import.meta.dirname, '..');
+const workspaceRoot = path.resolve(packageDir, '../..');
+const readme = readFileSync(path.join(packageDir, 'README.md'), 'utf8');
+const wasmEngine = path.join(workspaceRoot, 'packages/prisma-wasm-engine/bin/prisma-wasm-engine.mjs');
+
+/** The workspace catalog's version of `name`: the fresh app gets what the library is tested with. */
+function catalogVersion(name: string): string {
+  const workspace = readFileSync(path.join(workspaceRoot, 'pnpm-workspace.yaml'), 'utf8');
+  const escaped = name.replace(/[/@.-]/g, (c) => `\\${c}`);
+  const version = new RegExp(`^\\s+"?${escaped}"?:\\s*(\\S+)\\s*$`, 'm').exec(workspace)?.[1];
+  if (!version) throw new Error(`no catalog version for ${name}`);
+  return version;
+}
+
+/** The first fenced block of `language` after `heading` in the README. */
+function readmeBlock(heading: string, language: string): string {
+  const start = readme.indexOf(heading);
+  const block = new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``).exec(readme.slice(start));
+  if (start < 0 || !block?.[1]) throw new Error(`README: no ${language} block after ${heading}`);
+  return block[1];
+}
+
+async function mustRun(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}) {
+  const childEnv = { ...process.env, ...env };
+  delete childEnv.NODE_OPTIONS; // nothing of vitest's loader: the app's Node sees only JavaScript
+  try {
+    return await run(file, args, { cwd, env: childEnv, maxBuffer: 16 * 1024 * 1024, timeout: 180_000 });
+  } catch (error) {
+    const failure = error as { stdout?: string; stderr?: string; message: string };
+    throw new Error(
+      `${file} ${args.join(' ')} failed:\n${failure.stdout ?? ''}${failure.stderr ?? failure.message}`,
+    );
+  }
+}
+
+/** The app: the README's standalone recipe, one transactional mutation, the kit run against it. */
+const APP = `
+import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
+import { runIdempotencyConformance, formatConformanceReport } from '@idem/idempotency/testing';
+import { createIdempotency, idempotencyHttpContext } from '@idem/idempotency/trpc';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from '@prisma/client';
+import { initTRPC, TRPCError } from '@trpc/server';
+import { createHTTPServer } from '@trpc/server/adapters/standalone';
+import superjson from 'superjson';
+import { z } from 'zod';
+
+const db = new PrismaClient({ adapter: new PrismaPg({ connectionString: process.env.DATABASE_URL }) });
+const tokens = { 'token-alice': 'alice', 'token-bob': 'bob' };
+
+const t = initTRPC.context().create({ transformer: superjson, isDev: false });
+const authed = t.procedure.use(({ ctx, next }) => {
+  if (!ctx.principal) throw new TRPCError({ code: 'UNAUTHORIZED' });
+  return next({ ctx: { principal: ctx.principal } });
+});
+const idempotency = createIdempotency({
+  store: createPrismaIdempotencyStore(db),
+  transformer: superjson,
+  getScope: (ctx) => ctx.principal,
+  getRequestHeaders: (ctx) => ctx.headers,
+  getResponseHeaders: (ctx) => ctx.resHeaders,
+  isBatched: (ctx) => ctx.isBatch,
+  isStreamed: (ctx) => ctx.isStreamed,
+});
+const router = t.router({
+  notes: t.router({
+    create: authed.concat(idempotency.transactional()).input(z.object({ text: z.string().min(1) }))
+      .mutation(async ({ ctx, input }) => {
+        if (input.text === 'taken')
+          throw new TRPCError({ code: 'UNPROCESSABLE_CONTENT', message: 'That text is taken.' });
+        await ctx.idempotency.tx.$executeRawUnsafe('insert into notes (author, text) values ($1, $2)', ctx.principal, input.text);
+        return { text: input.text, at: new Date() };
+      }),
+  }),
+});
+
+const server = createHTTPServer({
+  basePath: '/trpc/',
+  router,
+  createContext: (opts) => {
+    const http = idempotencyHttpContext(opts);
+    const token = (http.headers.get('authorization') ?? '').replace(/^Bearer /, '');
+    return { ...http, principal: tokens[token] ?? null };
+  },
+  responseMeta: idempotency.responseMeta,
+});
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+
+let n = 0;
+const report = await runIdempotencyConformance({
+  url: 'http://127.0.0.1:' + server.address().port + '/trpc',
+  procedure: 'notes.create',
+  input: () => ({ text: 'note ' + ++n }),
+  differentInput: () => ({ text: 'other ' + ++n }),
+  invalidInput: () => ({ text: '' }),
+  serialize: superjson.serialize,
+  principals: [
+    { headers: { authorization: 'Bearer token-alice' }, scope: 'alice' },
+    { headers: { authorization: 'Bearer token-bob' }, scope: 'bob' },
+  ],
+  unauthenticatedHeaders: {},
+  executions: async () => Number((await db.$queryRawUnsafe('select count(*)::int as n from notes'))[0].n),
+  businessErrorInput: () => ({ text: 'taken' }),
+  store: createPrismaIdempotencyStore(db),
+});
+console.error(formatConformanceReport(report));
+console.log(JSON.stringify({ passed: report.passed, ran: report.results.map((r) => [r.id, r.passed]) }));
+server.close();
+await db.$disconnect();
+`;
+
+let scratch: string;
+let appDir: string;
+let schema: string;
+
+beforeAll(async () => {
+  await mustRun('pnpm', ['run', 'build'], packageDir);
+  scratch = await mkdtemp(path.join(tmpdir(), 'idem-newcomer-'));
+  const packed = await mustRun('pnpm', ['pack', '--pack-destination', scratch, '--json'], packageDir);
+  const tarball = (JSON.parse(packed.stdout) as { filename: string }).filename;
+
+  appDir = path.join(scratch, 'app');
+  await mkdir(path.join(appDir, 'prisma'), { recursive: true });
+  const dependencies: Record<string, string> = { '@idem/idempotency': `file:${tarball}` };
+  for (const name of [
+    '@trpc/server',
+    '@prisma/client',
+    '@prisma/adapter-pg',
+    'pg',
+    'prisma',
+    'superjson',
+    'zod',
+  ])
+    dependencies[name] = catalogVersion(name);
+  await writeFile(
+    path.join(appDir, 'package.json'),
+    JSON.stringify({ name: 'newcomer-app', private: true, type: 'module', dependencies }, null, 2),
+  );
+  // Prisma's postinstall would download engines: not run (strict-dep-builds off lets pnpm skip it quietly).
+  await mustRun('pnpm', ['install', '--prefer-offline', '--config.strict-dep-builds=false'], appDir).catch(
+    (error: Error) => {
+      if (!existsSync(path.join(appDir, 'node_modules/@idem/idempotency/package.json'))) throw error;
+    },
+  );
+
+  // The README's model, as the newcomer pastes it, under a generator and a datasource of their own.
+  await writeFile(
+    path.join(appDir, 'prisma/schema.prisma'),
+    `generator client {\n  provider = "prisma-client-js"\n}\n\ndatasource db {\n  provider = "postgresql"\n}\n\n${readmeBlock('## The Prisma model', 'prisma')}`,
+  );
+  await writeFile(
+    path.join(appDir, 'prisma.config.mjs'),
+    "export default { schema: 'prisma/schema.prisma' };\n",
+  );
+  await mustRun(process.execPath, ['node_modules/prisma/build/index.js', 'generate'], appDir, {
+    PRISMA_SCHEMA_ENGINE_BINARY: wasmEngine,
+    PRISMA_HIDE_UPDATE_MESSAGE: '1',
+  });
+
+  // The README's SQL, in a schema of this test's own in the run's database.
+  schema = `newcomer_${randomBytes(4).toString('hex')}`;
+  const admin = createPrismaClient({ connectionString: databaseUrl(), max: 1 });
+  try {
+    await admin.$executeRawUnsafe(`create schema "${schema}"`);
+    await admin.$executeRawUnsafe(`set search_path to "${schema}"`);
+    for (const statement of readmeBlock('Or, if you manage SQL yourself', 'sql').split(/;\s*\n/)) {
+      if (statement.trim()) await admin.$executeRawUnsafe(statement);
+    }
+    await admin.$executeRawUnsafe(
+      `create table "${schema}".notes (id serial primary key, author text not null, text text not null)`,
+    );
+  } finally {
+    await admin.$disconnect();
+  }
+  await writeFile(path.join(appDir, 'app.mjs'), APP);
+  const withoutResponseMeta = APP.replace('  responseMeta: idempotency.responseMeta,\n', '');
+  if (withoutResponseMeta === APP) throw new Error('the control must drop the responseMeta line');
+  await writeFile(path.join(appDir, 'app-without-response-meta.mjs'), withoutResponseMeta);
+}, 300_000);
+
+afterAll(async () => {
+  if (schema) {
+    const admin = createPrismaClient({ connectionString: databaseUrl(), max: 1 });
+    await admin
+      .$executeRawUnsafe(`drop schema if exists "${schema}" cascade`)
+      .finally(() => admin.$disconnect());
+  }
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+function databaseUrl(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('DATABASE_URL is not set: run the tests through the root vitest config.');
+  return url;
+}
+
+/** Runs one of the app's files against this test's schema: the kit's verdict, and its printed report. */
+async function runApp(file: string) {
+  const options = encodeURIComponent(`-c search_path=${schema}`);
+  const url = `${databaseUrl()}${databaseUrl().includes('?') ? '&' : '?'}options=${options}`;
+  const { stdout, stderr } = await mustRun(process.execPath, [file], appDir, { DATABASE_URL: url });
+  const report = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as {
+    passed: boolean;
+    ran: Array<[string, boolean]>;
+  };
+  return { ...report, printed: stderr };
+}
+
+describe('a newcomer app, from the packed tarball and the README', () => {
+  it('control: without the recipe’s responseMeta, the kit fails the replay checks', async () => {
+    const report = await runApp('app-without-response-meta.mjs');
+    expect(report.passed).toBe(false);
+    expect(report.ran).toContainEqual(['replay', false]);
+  }, 120_000);
+
+  it('passes the conformance kit', async () => {
+    const report = await runApp('app.mjs');
+    expect(report.passed, report.printed).toBe(true);
+    // Every check a target without fault injection supports ran, and passed.
+    expect(report.ran.length, report.printed).toBeGreaterThanOrEqual(8);
+    console.log(`[newcomer] ${report.ran.length} checks passed: ${report.ran.map(([id]) => id).join(', ')}`);
+  }, 120_000);
+});
