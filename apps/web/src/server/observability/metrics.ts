@@ -13,7 +13,7 @@ function createMetrics() {
     registry,
     requests: new Counter({
       name: 'idem_requests_total',
-      help: 'Idempotent requests by procedure and outcome (executed, replayed, conflict, mismatch, rejected, released).',
+      help: 'Idempotent requests by procedure and outcome (executed, replayed, conflict, mismatch, rejected, released, unkeyed).',
       labelNames: ['procedure', 'outcome'] as const,
       registers: [registry],
     }),
