@@ -9,7 +9,7 @@
  * left untouched.
  */
 
-import { PersistedCounter } from '@idem/contracts';
+import { incrementCounter, PersistedCounter } from '@idem/contracts';
 import type { Database, Prisma } from '@idem/db';
 import { markOrderPaid, markOrderPaymentFailed, markOrderRefunded, recordPayment } from '@idem/payments';
 import { z } from 'zod';
@@ -75,10 +75,7 @@ export async function handleProviderEvent(deps: WebhookDeps, event: ProviderEven
   return deps.db.$transaction(async (tx) => {
     if (!(await (deps.claimEvent ?? claimProcessedEvent)(tx, event))) {
       // Counted in the same transaction, for /api/metrics across every web process.
-      await tx.$executeRaw`
-        insert into operational_counters as c (name, label, value, updated_at)
-        values (${PersistedCounter.webhookDuplicatesDropped}, 'provider', 1, now())
-        on conflict (name, label) do update set value = c.value + 1, updated_at = now()`;
+      await incrementCounter(tx, { name: PersistedCounter.webhookDuplicatesDropped, label: 'provider' });
       return { duplicate: true } as const;
     }
     return { duplicate: false, effect: await applyEvent(deps, tx, event) } as const;
@@ -115,10 +112,7 @@ async function applyEvent(
   const mismatch = (deps.compareCharge ?? compareChargeWithOrder)(order, charge);
   if (mismatch) {
     // Counted in this transaction (once per event id, like the effect it replaces) for every web process.
-    await tx.$executeRaw`
-      insert into operational_counters as c (name, label, value, updated_at)
-      values (${PersistedCounter.webhookChargeAnomalies}, ${mismatch}, 1, now())
-      on conflict (name, label) do update set value = c.value + 1, updated_at = now()`;
+    await incrementCounter(tx, { name: PersistedCounter.webhookChargeAnomalies, label: mismatch });
     logger.warn(
       {
         event_id: event.id,
