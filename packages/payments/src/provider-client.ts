@@ -10,7 +10,11 @@ const chargeSchema = z.object({
   id: z.string(),
   amount: z.number().int(),
   currency: z.string(),
+  /** The order the charge was made for (our order id, sent as `order`). */
+  order: z.string(),
   status: z.enum(['succeeded', 'failed']),
+  /** A succeeded charge the provider has given back in full. */
+  refunded: z.boolean().default(false),
   failure_code: z.string().nullish(),
   failure_message: z.string().nullish(),
 });
@@ -44,8 +48,20 @@ export interface ChargeRequest {
 
 export interface PaymentProvider {
   charge(request: ChargeRequest): Promise<ChargeResult>;
-  /** Every charge the provider holds for the order, oldest first. */
+  /**
+   * Every charge the provider holds for the order, oldest first. A list that holds a charge of another order is
+   * not an answer about this one: ProviderUnavailableError.
+   */
   listCharges(orderId: string): Promise<Charge[]>;
+}
+
+/** The provider as the reconciler needs it: it also gives back charges that landed on a cancelled order. */
+export interface RefundingPaymentProvider extends PaymentProvider {
+  /**
+   * Gives a succeeded charge back in full, under `idempotencyKey` (retrying it is safe). Resolves once the charge
+   * is refunded, also when it already was; ProviderUnavailableError when nothing was decided.
+   */
+  refund(request: { chargeId: string; idempotencyKey: string }): Promise<void>;
 }
 
 /**
@@ -61,7 +77,7 @@ export function createProviderClient(options: {
   secretKey: string;
   timeoutMs?: number;
   fetch?: typeof fetch;
-}): PaymentProvider {
+}): RefundingPaymentProvider {
   const doFetch = options.fetch ?? fetch;
   const timeoutMs = options.timeoutMs ?? 10_000;
 
@@ -120,7 +136,29 @@ export function createProviderClient(options: {
       const response = await send(`/v1/charges?order=${encodeURIComponent(orderId)}`, { method: 'GET' });
       const body: unknown = await response.json().catch(() => null);
       if (!response.ok) throw new ProviderUnavailableError(`Payment provider answered ${response.status}`);
-      return chargeListSchema.parse(body).data;
+      const charges = chargeListSchema.parse(body).data;
+      const foreign = charges.find((charge) => charge.order !== orderId);
+      if (foreign)
+        throw new ProviderUnavailableError(
+          `Payment provider listed charge ${foreign.id} of order ${foreign.order} for order ${orderId}`,
+        );
+      return charges;
+    },
+
+    async refund({ chargeId, idempotencyKey }) {
+      const response = await send('/v1/refunds', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+        body: JSON.stringify({ charge: chargeId }),
+      });
+      if (response.ok) return;
+      const parsed = errorSchema.safeParse(await response.json().catch(() => null));
+      if (parsed.success && parsed.data.error.code === 'charge_already_refunded') return;
+      if (isUndecided(response.status))
+        throw new ProviderUnavailableError(`Payment provider answered ${response.status} to a refund`);
+      throw new Error(
+        `Payment provider refused to refund charge ${chargeId} (${response.status}): ${parsed.success ? (parsed.data.error.message ?? '') : ''}`,
+      );
     },
   };
 }
