@@ -10,6 +10,12 @@
  * Each order is decided under its row lock, re-checking that it is still pending and that no attempt started
  * since it was read (checkout stamps `charge_attempted_at` before each charge), so a run never settles an order
  * whose charge may still be running. Running twice, or twice at once, gives the same result.
+ *
+ * A charge can still land after the order was given up: a process frozen between its stamp and its charge call
+ * past the wait, or a provider that finishes a request long after the client's timeout. Each run therefore also
+ * looks again at the orders it gave up recently (`lateChargeWindowSeconds`): a succeeded charge on one of them
+ * is money for an order the customer was told is cancelled, so it is refunded (under a key derived from the
+ * charge), counted (`late_charges_refunded`) and logged as an anomaly.
  */
 import type { Database, Prisma } from '@idem/db';
 import { enqueueFulfilment, type PgBoss, prismaTransactionDb, Queue } from '@idem/jobs';
@@ -21,6 +27,7 @@ import {
   type PaymentProvider,
   type ProviderAnswer,
   ProviderUnavailableError,
+  type RefundingPaymentProvider,
   recordPayment,
 } from '@idem/payments';
 import { incrementCounter, WorkerCounter } from '../counters.ts';
@@ -36,6 +43,12 @@ export interface ReconcileOptions {
   settleAfterSeconds?: number;
   /** Orders per run. Default 100. */
   batchSize?: number;
+  /**
+   * How long after giving an order up the reconciler still looks for a charge that landed on it late. Default
+   * 3 600 s: far past any charge request still in flight when the order was given up (its client timed out after
+   * 10 s, the wait before giving up was 300 s).
+   */
+  lateChargeWindowSeconds?: number;
 }
 
 export const ReconcileOutcome = {
@@ -178,6 +191,67 @@ async function settle(
   });
 }
 
+export interface LateChargeDeps {
+  db: Database;
+  provider: RefundingPaymentProvider;
+  log: Logger;
+}
+
+export interface LateChargeSummary {
+  /** Given-up orders asked about. */
+  checked: number;
+  /** Succeeded charges found on them, and refunded. */
+  refunded: number;
+  /** The provider could not answer or refund: tried again next run. */
+  unavailable: number;
+}
+
+/** Refunds every succeeded charge that landed on an order the reconciler gave up within the window. */
+export async function refundLateCharges(
+  deps: LateChargeDeps,
+  options: ReconcileOptions = {},
+): Promise<LateChargeSummary> {
+  const summary: LateChargeSummary = { checked: 0, refunded: 0, unavailable: 0 };
+  const windowSeconds = options.lateChargeWindowSeconds ?? 3_600;
+  const givenUp = await deps.db.$queryRaw<Array<{ id: string }>>`
+    select id::text from orders
+     where status = 'payment_failed' and reconciled_outcome = ${ReconcileOutcome.abandoned}
+       and reconciled_at > now() - make_interval(secs => ${windowSeconds})
+     order by reconciled_at desc
+     limit ${options.batchSize ?? 100}`;
+  for (const { id } of givenUp) {
+    summary.checked += 1;
+    try {
+      const late = (await deps.provider.listCharges(id)).filter(
+        (charge) => charge.status === 'succeeded' && !charge.refunded,
+      );
+      for (const charge of late) {
+        await deps.provider.refund({ chargeId: charge.id, idempotencyKey: `refund_${charge.id}` });
+        await incrementCounter(deps.db, WorkerCounter.lateChargesRefunded);
+        summary.refunded += 1;
+        deps.log.error(
+          `reconcile ${id}: ANOMALY — charge ${charge.id} (${charge.amount} ${charge.currency}) landed after the order was given up; refunded`,
+        );
+      }
+    } catch (error) {
+      if (!(error instanceof ProviderUnavailableError)) throw error;
+      summary.unavailable += 1;
+      deps.log.error(`reconcile ${id}: provider unavailable for the late-charge check (${error.message})`);
+    }
+  }
+  return summary;
+}
+
+/** One scheduled run: settle the pending orders, then refund what landed on orders given up recently. */
+export async function runReconcile(
+  deps: ReconcileDeps & LateChargeDeps,
+  options: ReconcileOptions = {},
+): Promise<{ pending: ReconcileSummary; lateCharges: LateChargeSummary }> {
+  const pending = await reconcilePendingOrders(deps, options);
+  const lateCharges = await refundLateCharges(deps, options);
+  return { pending, lateCharges };
+}
+
 export async function scheduleReconcile(boss: PgBoss, cron: string | null): Promise<void> {
   if (cron === null) {
     await boss.unschedule(Queue.reconcile);
@@ -188,11 +262,11 @@ export async function scheduleReconcile(boss: PgBoss, cron: string | null): Prom
 
 export async function workReconcile(
   boss: PgBoss,
-  deps: ReconcileDeps,
+  deps: ReconcileDeps & LateChargeDeps,
   options: ReconcileOptions & { pollingIntervalSeconds: number },
 ): Promise<void> {
   await boss.work(Queue.reconcile, { pollingIntervalSeconds: options.pollingIntervalSeconds }, () =>
-    reconcilePendingOrders(deps, options),
+    runReconcile(deps, options),
   );
 }
 

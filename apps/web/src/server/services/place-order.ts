@@ -22,6 +22,7 @@ import {
 } from '@idem/payments';
 import type { PlaceOrderInput } from '~/lib/schemas';
 import { PaymentProviderUnavailableError, ShopError } from '../errors.ts';
+import { logger } from '../observability/log.ts';
 import { type OrderView, orderViewInclude, toOrderView } from './order-view.ts';
 
 export interface PlaceOrderDeps {
@@ -149,9 +150,14 @@ async function askProvider<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Records the succeeded charge and marks the order paid; the webhook may have done both already (idempotent). */
+/**
+ * Records the succeeded charge and marks the order paid; the webhook may have done both already (idempotent).
+ * An order that was cancelled meanwhile (the reconciler gave it up while this request was frozen past its wait)
+ * keeps its decision: this request answers with it, and the charge that landed late is the reconciler's to
+ * refund (it looks again at the orders it gave up) — logged here as the anomaly it is.
+ */
 async function settlePaid(db: Database, orderId: string, charge: Charge): Promise<OrderView> {
-  const paid = await db.$transaction(async (tx) => {
+  const settled = await db.$transaction(async (tx) => {
     await recordPayment(tx, {
       orderId,
       providerChargeId: charge.id,
@@ -162,7 +168,13 @@ async function settlePaid(db: Database, orderId: string, charge: Charge): Promis
     await markOrderPaid(tx, orderId);
     return tx.order.findUniqueOrThrow({ where: { id: orderId }, include: orderViewInclude });
   });
-  return toOrderView(paid);
+  if (settled.status === 'payment_failed') {
+    logger.error(
+      { orderId, chargeId: charge.id, amountCents: charge.amount, currency: charge.currency },
+      'charge succeeded on a cancelled order; the reconciler refunds it',
+    );
+  }
+  return decidedOrder(settled);
 }
 
 /** Records the failed payment; the transition gives the reserved stock back (once, whoever gets there first). */
