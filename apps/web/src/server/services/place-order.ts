@@ -8,7 +8,7 @@
  * it, and the charge carries a key derived from that id — so the card is charged once.
  */
 import { createHash } from 'node:crypto';
-import type { Database, Prisma } from '@idem/db';
+import { type Database, Prisma } from '@idem/db';
 import {
   answerFromCharges,
   beginChargeAttempt,
@@ -62,7 +62,11 @@ export async function placeOrder(deps: PlaceOrderDeps, request: PlaceOrderReques
     throw new Error('Order id collision across principals.');
   // A previous attempt, the provider's webhook or the reconciler decided this order: answer with that.
   if (existing && existing.status !== 'pending') return decidedOrder(existing);
-  const order = existing ?? (await reserveOrder(deps.db, request));
+  const reserved = existing ?? (await reserveOrder(deps.db, request));
+  // Another attempt of this intent (one that took over the key while this one was slow, or the other way round)
+  // reserved the order between our read and our insert: resume that order like any other existing one.
+  if (reserved === alreadyReserved) return placeOrder(deps, request);
+  const order = reserved;
 
   if (existing) {
     // A resumed order may have been charged by an attempt whose answer was lost, perhaps days ago, when every
@@ -195,8 +199,31 @@ async function settleFailed(
   });
 }
 
-/** Creates the pending order and takes its stock in one transaction, at catalog prices. */
-async function reserveOrder(db: Database, { principalId, orderId, input }: PlaceOrderRequest) {
+/** reserveOrder's answer when the order id is already taken: by another attempt of the same intent. */
+const alreadyReserved = Symbol('already reserved');
+
+/**
+ * Creates the pending order and takes its stock in one transaction, at catalog prices; `alreadyReserved` (and
+ * nothing taken) when an order with this id committed first. The id is the intent's, so that order is this one.
+ */
+async function reserveOrder(db: Database, request: PlaceOrderRequest) {
+  try {
+    return await createReservedOrder(db, request);
+  } catch (error) {
+    if (isOrderIdTaken(error)) return alreadyReserved;
+    throw error;
+  }
+}
+
+function isOrderIdTaken(error: unknown): boolean {
+  return (
+    error instanceof Prisma.PrismaClientKnownRequestError &&
+    error.code === 'P2002' &&
+    error.meta?.modelName === 'Order'
+  );
+}
+
+async function createReservedOrder(db: Database, { principalId, orderId, input }: PlaceOrderRequest) {
   return db.$transaction(async (tx) => {
     const skus = input.items.map((item) => item.sku);
     const products = await tx.product.findMany({ where: { sku: { in: skus } } });
