@@ -4,7 +4,7 @@
  * for this one. Order Y is paid; order X is left pending by an outage; X's retry asks the provider and is shown
  * Y's charge, which has X's amount and currency.
  */
-import { createProviderClient, type PaymentProvider } from '@idem/payments';
+import { createProviderClient, type PaymentProvider, ProviderUnavailableError } from '@idem/payments';
 import { type Logger, reconcilePendingOrders } from '@idem/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
@@ -95,10 +95,18 @@ describe('a charge list that holds another order’s charge', () => {
       timeoutMs: 2_000,
       fetch: fetchMangling(pendingId, paidId),
     });
+    // The run answers only for this order: other files' pending orders are theirs to settle.
+    const onlyThisOrder: PaymentProvider = {
+      charge: (request) => mangled.charge(request),
+      async listCharges(orderId) {
+        if (orderId !== pendingId) throw new ProviderUnavailableError('not an order of this test');
+        return mangled.listCharges(orderId);
+      },
+    };
     const fulfilments: string[] = [];
     const summary = await reconcilePendingOrders({
       db,
-      provider: mangled,
+      provider: onlyThisOrder,
       enqueueFulfilment: async (orderId) => {
         fulfilments.push(orderId);
       },

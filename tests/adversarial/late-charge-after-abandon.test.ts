@@ -7,7 +7,11 @@
  *   - the provider finishes a charge request long after the client's timeout.
  * Without a second look the money stays with the shop for an order it cancelled: no refund, no signal.
  */
-import type { PaymentProvider, RefundingPaymentProvider } from '@idem/payments';
+import {
+  type PaymentProvider,
+  ProviderUnavailableError,
+  type RefundingPaymentProvider,
+} from '@idem/payments';
 import { type Logger, reconcilePendingOrders, runReconcile } from '@idem/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
@@ -34,7 +38,17 @@ afterAll(async () => {
   await provider?.close();
 });
 
-const reconcilerDeps = () => ({ db, provider: client, enqueueFulfilment: async () => {}, log: quiet });
+/** This file's orders: the reconciler runs here answer only for them (other files' orders stay theirs). */
+const ours = new Set<string>();
+const onlyOurs: RefundingPaymentProvider = {
+  charge: (request) => client.charge(request),
+  refund: (request) => client.refund(request),
+  async listCharges(orderId) {
+    if (!ours.has(orderId)) throw new ProviderUnavailableError('not an order of this test file');
+    return client.listCharges(orderId);
+  },
+};
+const reconcilerDeps = () => ({ db, provider: onlyOurs, enqueueFulfilment: async () => {}, log: quiet });
 
 /** A checkout left pending by a provider outage (503): 2 of the product's 5 units reserved. */
 async function pendingOrder() {
@@ -46,6 +60,7 @@ async function pendingOrder() {
     'SERVICE_UNAVAILABLE',
   );
   const order = await db.order.findFirstOrThrow({ where: { items: { some: { sku } } } });
+  ours.add(order.id);
   return { sku, key, input, orderId: order.id };
 }
 
