@@ -17,6 +17,8 @@ export const WorkerCounter = {
     payment_failed: { name: 'orders_reconciled', label: 'payment_failed' },
     abandoned: { name: 'orders_reconciled', label: 'abandoned' },
   },
+  /** Pending orders whose provider record holds a succeeded charge that does not match them (once per order). */
+  reconcileAnomalies: { name: 'reconcile_anomalies', label: '' },
   /** Charges that succeeded on an order the reconciler had given up, refunded by it (an anomaly each). */
   lateChargesRefunded: { name: 'late_charges_refunded', label: '' },
 } as const satisfies Record<string, CounterId | Record<string, CounterId>>;
