@@ -21,7 +21,7 @@ import {
   recordPayment,
 } from '@idem/payments';
 import type { PlaceOrderInput } from '~/lib/schemas';
-import { PaymentProviderUnavailableError, ShopError } from '../errors.ts';
+import { DatabaseBusyError, PaymentProviderUnavailableError, ShopError } from '../errors.ts';
 import { logger } from '../observability/log.ts';
 import { type OrderView, orderViewInclude, toOrderView } from './order-view.ts';
 
@@ -161,7 +161,7 @@ async function askProvider<T>(call: () => Promise<T>): Promise<T> {
  * refund (it looks again at the orders it gave up) — logged here as the anomaly it is.
  */
 async function settlePaid(db: Database, orderId: string, charge: Charge): Promise<OrderView> {
-  const settled = await db.$transaction(async (tx) => {
+  const settled = await inTransaction(db, async (tx) => {
     await recordPayment(tx, {
       orderId,
       providerChargeId: charge.id,
@@ -187,7 +187,7 @@ async function settleFailed(
   order: { id: string; totalCents: number; currency: string },
   failure: { providerChargeId: string | null; failureCode: string; failureMessage: string },
 ): Promise<void> {
-  await db.$transaction(async (tx) => {
+  await inTransaction(db, async (tx) => {
     await recordPayment(tx, {
       orderId: order.id,
       status: 'failed',
@@ -197,6 +197,24 @@ async function settleFailed(
     });
     await markOrderPaymentFailed(tx, order.id);
   });
+}
+
+/**
+ * One of the checkout's transactions. One that could not start in time (every pooled connection busy) or ran out
+ * of time was rolled back and decided nothing: a 503 the client retries with the same key, which resumes this
+ * intent's order wherever it got to.
+ */
+async function inTransaction<T>(
+  db: Database,
+  work: (tx: Prisma.TransactionClient) => Promise<T>,
+): Promise<T> {
+  try {
+    return await db.$transaction(work);
+  } catch (error) {
+    if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2028')
+      throw new DatabaseBusyError(error);
+    throw error;
+  }
 }
 
 /** reserveOrder's answer when the order id is already taken: by another attempt of the same intent. */
@@ -224,7 +242,7 @@ function isOrderIdTaken(error: unknown): boolean {
 }
 
 async function createReservedOrder(db: Database, { principalId, orderId, input }: PlaceOrderRequest) {
-  return db.$transaction(async (tx) => {
+  return inTransaction(db, async (tx) => {
     const skus = input.items.map((item) => item.sku);
     const products = await tx.product.findMany({ where: { sku: { in: skus } } });
     const bySku = new Map(products.map((product) => [product.sku, product]));
