@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, type FaultEnv } from './harness/cluster.ts';
 import { checkInvariants, formatTable, type RunFigures, sumFigures } from './harness/invariants.ts';
 import { type Attempt, storm } from './harness/load.ts';
-import { createScenario } from './harness/scenario.ts';
+import { createScenario, SCENARIO_STOCK } from './harness/scenario.ts';
 
 const ROUNDS = Number(process.env.SOAK_ROUNDS ?? 20);
 const KEYS = Number(process.env.SOAK_KEYS ?? 50);
@@ -117,6 +117,9 @@ async function main() {
         fiveHundreds.set(summary, (fiveHundreds.get(summary) ?? 0) + 1);
       }
       const checked = await checkInvariants(cluster.db, attempts, { label: `round ${round}` });
+      const strayUnits = await stockHeldByNoOrder(cluster, scenario.sku);
+      if (strayUnits !== 0)
+        checked.violations.push(`stock: ${strayUnits} unit(s) taken or given back by no order`);
       const roundFaultKills =
         cluster.nodes.reduce((sum, node) => sum + node.unexpectedExits, 0) - killsBefore;
       faultKills += roundFaultKills;
@@ -152,6 +155,20 @@ async function main() {
   } else {
     console.log('\nall invariants held');
   }
+}
+
+/**
+ * The product's stock against its orders: every unit gone is held by an order that is not `payment_failed`
+ * (pending, paid, shipped, refunded), and every failed order gave its units back. Non-zero: units taken or
+ * given back by no order (positive: held by nobody; negative: given back twice).
+ */
+async function stockHeldByNoOrder(cluster: Cluster, sku: string): Promise<number> {
+  const [row] = await cluster.db.$queryRaw<Array<{ stray: number }>>`
+    select ((${SCENARIO_STOCK}::int - p.stock)
+            - coalesce((select sum(i.quantity) from order_items i join orders o on o.id = i.order_id
+                         where i.sku = ${sku} and o.status <> 'payment_failed'), 0))::int as stray
+      from products p where p.sku = ${sku}`;
+  return row?.stray ?? 0;
 }
 
 /**
