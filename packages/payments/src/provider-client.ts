@@ -119,16 +119,20 @@ export function createProviderClient(options: {
           message: message ?? 'Your card was declined.',
         };
       }
-      if (isUndecided(response.status)) {
+      // A 4xx is final only as the provider's own verdict on this request: its error body, not about the key.
+      // Without that body the 4xx came from something in between (a gateway's 404 or 408, perhaps after it had
+      // forwarded the charge); an idempotency error says the key already stands for another request, which may
+      // have charged. Neither tells whether money moved: undecided, so the retry asks the provider first.
+      if (isUndecided(response.status) || !parsed.success || parsed.data.error.type === 'idempotency_error') {
         throw new ProviderUnavailableError(`Payment provider answered ${response.status}`);
       }
       // Any other 4xx is final: the provider will never charge this request. A bad card token is the customer's
       // to fix; anything else is ours, but either way nothing was charged and retrying changes nothing.
-      const error = parsed.success ? parsed.data.error : undefined;
+      const { error } = parsed.data;
       return {
         outcome: 'rejected',
-        code: error?.param === 'source' ? PaymentFailureCode.invalidSource : PaymentFailureCode.rejected,
-        message: error?.message ?? `Payment provider answered ${response.status}`,
+        code: error.param === 'source' ? PaymentFailureCode.invalidSource : PaymentFailureCode.rejected,
+        message: error.message ?? `Payment provider answered ${response.status}`,
       };
     },
 
@@ -166,6 +170,7 @@ export function createProviderClient(options: {
 /** Statuses after which the provider may or may not act later: only a retry with the same key can tell. */
 function isUndecided(status: number): boolean {
   if (status >= 500) return true; // the provider failed: maybe charged, maybe not
+  if (status === 408) return true; // a timeout on the way: the request may or may not have been processed
   if (status === 409) return true; // the same key is still running there
   if (status === 429) return true; // rate limited before anything ran
   if (status === 401 || status === 403) return true; // our credentials: a configuration error, not a verdict
