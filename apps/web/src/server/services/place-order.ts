@@ -104,7 +104,15 @@ export async function placeOrder(deps: PlaceOrderDeps, request: PlaceOrderReques
     }),
   );
 
-  if (result.outcome === 'succeeded') return settlePaid(deps.db, order.id, result.charge);
+  if (result.outcome === 'succeeded') {
+    // Only a charge for this order, of its amount and currency, pays for it. Anything else is an anomaly for a
+    // human (the reconciler flags the order), never a reason to ship.
+    if (result.charge.order !== order.id || answerFromCharges(order, [result.charge]).kind !== 'charged')
+      throw new Error(
+        `Order ${order.id}: the provider answered the charge with ${result.charge.id} (${result.charge.amount} ${result.charge.currency}, order ${result.charge.order}), which does not match the order.`,
+      );
+    return settlePaid(deps.db, order.id, result.charge);
+  }
   // Declined by the issuer, or refused by the provider (an unknown card token): final either way, so the
   // failure is recorded, the stock released and the answer stored — never a 500 that leaves stock reserved.
   const failure =
