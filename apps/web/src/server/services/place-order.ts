@@ -237,8 +237,22 @@ async function reserveOrder(db: Database, request: PlaceOrderRequest) {
     return await createReservedOrder(db, request);
   } catch (error) {
     if (isOrderIdTaken(error)) return alreadyReserved;
+    if (isRolledBackBeneathItsItems(error)) throw new DatabaseBusyError(error);
     throw error;
   }
+}
+
+/**
+ * The order's own items failing their foreign key to it: the order row inserted a moment before is gone, which
+ * only happens when the transaction ran out of time and was rolled back between the order's insert and its
+ * items' (one nested create, several statements). Nothing was reserved: the same as a busy database.
+ */
+function isRolledBackBeneathItsItems(error: unknown): boolean {
+  return (
+    error instanceof Prisma.PrismaClientKnownRequestError &&
+    error.code === 'P2003' &&
+    error.meta?.modelName === 'Order'
+  );
 }
 
 function isOrderIdTaken(error: unknown): boolean {
