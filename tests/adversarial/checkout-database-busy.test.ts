@@ -3,7 +3,8 @@
  * checkout's reservation transaction cannot start within Prisma's wait (P2028 "Unable to start a transaction in
  * the given time", logged 37 to 49 times per 20-round soak at load 9–12 on 2 cores). Nothing was reserved or
  * charged, so the honest answer is 503 (retry with the same key), not 500. Here the pool (one connection, the
- * real database) is taken by another transaction right after the checkout read its order.
+ * real database) is taken by another transaction right after the checkout read its order. The checkout waits
+ * up to 10 s for a connection (as long as it waits for the provider), so a short queue is absorbed.
  */
 import { createPrismaClient, type Database } from '@idem/db';
 import type { PaymentProvider } from '@idem/payments';
@@ -32,8 +33,8 @@ afterAll(async () => {
   await provider?.close();
 });
 
-/** `pool`, where the first order look-up is followed by another transaction holding the only connection 4 s. */
-function poolTakenAfterTheRead(pool: Database) {
+/** `pool`, where the first order look-up is followed by another transaction holding the only connection. */
+function poolTakenAfterTheRead(pool: Database, seconds: number) {
   let holder: Promise<unknown> = Promise.resolve();
   let taken = false;
   const order = new Proxy(pool.order, {
@@ -43,7 +44,9 @@ function poolTakenAfterTheRead(pool: Database) {
         const found = await target.findUnique(...args);
         if (!taken) {
           taken = true;
-          holder = pool.$transaction(async (tx) => tx.$executeRaw`select pg_sleep(4)`, { timeout: 10_000 });
+          holder = pool.$transaction(async (tx) => tx.$executeRaw`select pg_sleep(${seconds})`, {
+            timeout: 20_000,
+          });
           await new Promise((resolve) => setTimeout(resolve, 200)); // the holder has the connection
         }
         return found;
@@ -65,7 +68,8 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
       orderId: crypto.randomUUID(),
       input: { items: [{ sku, quantity: 2 }], email: 'alice@example.com', cardToken: 'tok_visa' },
     };
-    const { busy, released } = poolTakenAfterTheRead(onePool);
+    // Busy for longer than the checkout waits for a connection (10 s).
+    const { busy, released } = poolTakenAfterTheRead(onePool, 12);
     const failure = await placeOrder({ db: busy, provider: client }, request).then(
       () => null,
       (error: unknown) => error,
@@ -81,5 +85,19 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
     expect([retried.id, retried.status]).toEqual([request.orderId, 'paid']);
     expect(await succeededChargesFor(client, sku)).toBe(1);
     expect(await stockOf(sku)).toBe(3);
+  });
+
+  it('a connection busy for 3 s (a burst queued on one product): the checkout waits for it and is paid', async () => {
+    const sku = await productWithStock(5);
+    const request = {
+      principalId: 'user:busy-test',
+      orderId: crypto.randomUUID(),
+      input: { items: [{ sku, quantity: 2 }], email: 'alice@example.com', cardToken: 'tok_visa' },
+    };
+    const { busy, released } = poolTakenAfterTheRead(onePool, 3);
+    const placed = await placeOrder({ db: busy, provider: client }, request);
+    await released();
+    expect([placed.id, placed.status]).toEqual([request.orderId, 'paid']);
+    expect(await succeededChargesFor(client, sku)).toBe(1);
   });
 });

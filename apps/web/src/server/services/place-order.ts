@@ -208,6 +208,13 @@ async function settleFailed(
 }
 
 /**
+ * How long a checkout transaction may wait for a pooled connection, and run. A burst of checkouts of one product
+ * queues on that product's row (the stock decrement) while holding connections, so Prisma's 2 s default wait
+ * turned bursts into 503s; the checkout already waits up to 10 s for the provider, so it waits as long here.
+ */
+const CHECKOUT_TRANSACTION = { maxWait: 10_000, timeout: 15_000 } as const;
+
+/**
  * One of the checkout's transactions. One that could not start in time (every pooled connection busy) or ran out
  * of time was rolled back and decided nothing: a 503 the client retries with the same key, which resumes this
  * intent's order wherever it got to.
@@ -217,7 +224,7 @@ async function inTransaction<T>(
   work: (tx: Prisma.TransactionClient) => Promise<T>,
 ): Promise<T> {
   try {
-    return await db.$transaction(work);
+    return await db.$transaction(work, CHECKOUT_TRANSACTION);
   } catch (error) {
     if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2028')
       throw new DatabaseBusyError(error);
