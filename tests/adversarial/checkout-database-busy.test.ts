@@ -44,10 +44,18 @@ function poolTakenAfterTheRead(pool: Database, seconds: number) {
         const found = await target.findUnique(...args);
         if (!taken) {
           taken = true;
-          holder = pool.$transaction(async (tx) => tx.$executeRaw`select pg_sleep(${seconds})`, {
-            timeout: 20_000,
+          let holding: () => void = () => {};
+          const held = new Promise<void>((resolve) => {
+            holding = resolve;
           });
-          await new Promise((resolve) => setTimeout(resolve, 200)); // the holder has the connection
+          holder = pool.$transaction(
+            async (tx) => {
+              holding(); // inside the transaction: the only connection is the holder's
+              await tx.$executeRaw`select pg_sleep(${seconds})`;
+            },
+            { timeout: 20_000 },
+          );
+          await held;
         }
         return found;
       };
