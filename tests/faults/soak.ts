@@ -14,8 +14,8 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, type FaultEnv } from './harness/cluster.ts';
 import { checkInvariants, formatTable, type RunFigures, sumFigures } from './harness/invariants.ts';
-import { storm } from './harness/load.ts';
-import { createScenario } from './harness/scenario.ts';
+import { type Attempt, storm } from './harness/load.ts';
+import { createScenario, SCENARIO_STOCK } from './harness/scenario.ts';
 
 const ROUNDS = Number(process.env.SOAK_ROUNDS ?? 20);
 const KEYS = Number(process.env.SOAK_KEYS ?? 50);
@@ -49,6 +49,7 @@ async function main() {
     processes: 3,
     env: { IDEM_LEASE_SECONDS: String(LEASE_SECONDS) },
   });
+  console.log(`web process logs: ${cluster.logDir}`);
   let done = false;
   let faultKills = 0;
   let externalKills = 0;
@@ -116,6 +117,9 @@ async function main() {
         fiveHundreds.set(summary, (fiveHundreds.get(summary) ?? 0) + 1);
       }
       const checked = await checkInvariants(cluster.db, attempts, { label: `round ${round}` });
+      const strayUnits = await stockHeldByNoOrder(cluster, scenario.sku);
+      if (strayUnits !== 0)
+        checked.violations.push(`stock: ${strayUnits} unit(s) taken or given back by no order`);
       const roundFaultKills =
         cluster.nodes.reduce((sum, node) => sum + node.unexpectedExits, 0) - killsBefore;
       faultKills += roundFaultKills;
@@ -128,6 +132,9 @@ async function main() {
           `5xx=${f.responses5xx} 409=${f.conflicts409} 429=${f.tooMany429} noResp=${f.noResponse} unanswered=${f.unanswered} executions=${f.executions}`,
       );
       for (const [summary, count] of fiveHundreds) console.log(`          ${count} × ${summary}`);
+      for (const attempt of attempts.filter((sent) => sent.status >= 500)) {
+        for (const line of explainServerError(cluster, attempt)) console.log(`          ${line}`);
+      }
     }
   } finally {
     done = true;
@@ -147,6 +154,64 @@ async function main() {
     process.exitCode = 1;
   } else {
     console.log('\nall invariants held');
+  }
+}
+
+/**
+ * The product's stock against its orders: every unit gone is held by an order that is not `payment_failed`
+ * (pending, paid, shipped, refunded), and every failed order gave its units back. Non-zero: units taken or
+ * given back by no order (positive: held by nobody; negative: given back twice).
+ */
+async function stockHeldByNoOrder(cluster: Cluster, sku: string): Promise<number> {
+  const [row] = await cluster.db.$queryRaw<Array<{ stray: number }>>`
+    select ((${SCENARIO_STOCK}::int - p.stock)
+            - coalesce((select sum(i.quantity) from order_items i join orders o on o.id = i.order_id
+                         where i.sku = ${sku} and o.status <> 'payment_failed'), 0))::int as stray
+      from products p where p.sku = ${sku}`;
+  return row?.stray ?? 0;
+}
+
+/**
+ * What the servers logged about a 5xx: the log line carrying the errorId of its body; for a 5xx without one
+ * (not answered by tRPC), every warning, error and non-JSON line (a stack trace on stderr) of the process that
+ * answered it.
+ */
+function explainServerError(cluster: Cluster, attempt: Attempt): string[] {
+  const errorId = errorIdOf(attempt.body);
+  const header = `${attempt.status} from web #${attempt.node} at ${new Date(attempt.startedAt).toISOString()}`;
+  if (errorId) {
+    const lines = cluster.logLinesContaining(errorId);
+    return [`${header}, errorId ${errorId}:`, ...(lines.length > 0 ? lines : ['(no log line has this id)'])];
+  }
+  const lines = cluster
+    .logLinesContaining('')
+    .filter(
+      (line) =>
+        line.startsWith(`web-${attempt.node}-`) && !isQuietLogLine(line.slice(line.indexOf(': ') + 2)),
+    );
+  return [
+    `${header}, no errorId; body ${attempt.body.slice(0, 300)}; that process logged:`,
+    ...lines.slice(-20),
+  ];
+}
+
+function isQuietLogLine(line: string): boolean {
+  if (line.trim() === '') return true;
+  try {
+    const parsed = JSON.parse(line) as { level?: number };
+    return (parsed.level ?? 0) < 40;
+  } catch {
+    return false;
+  }
+}
+
+function errorIdOf(body: string): string | null {
+  try {
+    const parsed = JSON.parse(body) as { error?: { json?: { data?: { errorId?: unknown } } } };
+    const errorId = parsed.error?.json?.data?.errorId;
+    return typeof errorId === 'string' ? errorId : null;
+  } catch {
+    return null;
   }
 }
 

@@ -7,7 +7,7 @@
 import type { CleanupOptions } from '@idem/cleanup';
 import { createPrismaClient, type Database } from '@idem/db';
 import { type FulfilmentQueueSettings, type PgBoss, Queue, startJobQueue } from '@idem/jobs';
-import { createProviderClient, type PaymentProvider } from '@idem/payments';
+import { createProviderClient, type RefundingPaymentProvider } from '@idem/payments';
 import type { WorkerEnv } from './env.ts';
 import { DEFAULT_CLEANUP_CRON, scheduleCleanup, workCleanup } from './jobs/cleanup.ts';
 import { workFulfilment } from './jobs/fulfilment.ts';
@@ -41,7 +41,7 @@ export interface WorkerOptions {
    * The payment provider the reconciler asks (a client, or where to reach one). Unset: no reconciler in this
    * worker (tests of the other jobs); `main.ts` always sets it.
    */
-  provider?: PaymentProvider | { baseUrl: string; secretKey: string };
+  provider?: RefundingPaymentProvider | { baseUrl: string; secretKey: string };
   /** Cron of the payment reconciler (UTC); null removes the schedule. Default every minute. */
   reconcileCron?: string | null;
   reconcile?: ReconcileOptions;
@@ -159,11 +159,15 @@ export {
   renderReceipt,
 } from './jobs/fulfilment.ts';
 export {
+  type LateChargeDeps,
+  type LateChargeSummary,
   type ReconcileDeps,
   type ReconcileOptions,
   ReconcileOutcome,
   type ReconcileSummary,
   reconcilePendingOrders,
+  refundLateCharges,
+  runReconcile,
 } from './jobs/reconcile.ts';
 export { consoleLogger, type Logger } from './log.ts';
 export { NO_TEST_HOOKS, type WorkerTestHooks } from './test-hooks.ts';

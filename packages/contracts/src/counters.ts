@@ -18,6 +18,10 @@ export const PersistedCounter = {
   jobDuplicatesDropped: 'job_duplicates_dropped',
   /** Label: how the payment reconciler settled a pending order (`paid`, `payment_failed`, `abandoned`). */
   ordersReconciled: 'orders_reconciled',
+  /** Pending orders whose provider record holds a succeeded charge that does not match them (once per order). */
+  reconcileAnomalies: 'reconcile_anomalies',
+  /** Charges that succeeded on an order the reconciler had given up, refunded by it (an anomaly each). */
+  lateChargesRefunded: 'late_charges_refunded',
 } as const;
 
 export type PersistedCounterName = (typeof PersistedCounter)[keyof typeof PersistedCounter];
@@ -39,6 +43,8 @@ export const WorkerCounter = {
     payment_failed: { name: PersistedCounter.ordersReconciled, label: 'payment_failed' },
     abandoned: { name: PersistedCounter.ordersReconciled, label: 'abandoned' },
   },
+  reconcileAnomalies: { name: PersistedCounter.reconcileAnomalies, label: '' },
+  lateChargesRefunded: { name: PersistedCounter.lateChargesRefunded, label: '' },
 } as const satisfies Record<string, CounterId | Record<string, CounterId>>;
 
 /** Anything that runs raw SQL: a Prisma client or an interactive transaction. */

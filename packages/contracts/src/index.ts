@@ -12,5 +12,5 @@ export {
   type SqlRunner,
   WorkerCounter,
 } from './counters.ts';
-export { providerChargeKey } from './provider-key.ts';
+export { providerChargeKey, providerRefundKey } from './provider-key.ts';
 export { Queue, type QueueName } from './queues.ts';

@@ -6,3 +6,8 @@
 export function providerChargeKey(orderId: string): string {
   return `order_${orderId}`;
 }
+
+/** The Idempotency-Key of the refund of one charge: one refund per charge, however often it is asked for. */
+export function providerRefundKey(chargeId: string): string {
+  return `refund_${chargeId}`;
+}

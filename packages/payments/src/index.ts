@@ -19,4 +19,5 @@ export {
   createProviderClient,
   type PaymentProvider,
   ProviderUnavailableError,
+  type RefundingPaymentProvider,
 } from './provider-client.ts';

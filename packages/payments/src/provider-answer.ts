@@ -1,7 +1,8 @@
 /**
  * What the provider's record says about one order: the truth about its money once every key is forgotten.
- * Only a charge for the order's own amount and currency counts as paying for it; any other succeeded charge is
- * an anomaly for a human (never a reason to ship, never a reason to release the stock).
+ * Only a charge for the order's own amount and currency, and not refunded, counts as paying for it; any other
+ * succeeded charge (a refunded one included: someone gave the money back while the order waited) is an anomaly
+ * for a human — never a reason to ship, never a reason to release the stock.
  */
 import type { Charge } from './provider-client.ts';
 
@@ -16,7 +17,9 @@ export function answerFromCharges(
   charges: Charge[],
 ): ProviderAnswer {
   const pays = (charge: Charge) =>
-    charge.amount === order.totalCents && charge.currency.toLowerCase() === order.currency.toLowerCase();
+    !charge.refunded &&
+    charge.amount === order.totalCents &&
+    charge.currency.toLowerCase() === order.currency.toLowerCase();
   const succeeded = charges.filter((charge) => charge.status === 'succeeded');
   const paid = succeeded.find(pays);
   if (paid) return { kind: 'charged', charge: paid };

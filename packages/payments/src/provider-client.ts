@@ -10,7 +10,11 @@ const chargeSchema = z.object({
   id: z.string(),
   amount: z.number().int(),
   currency: z.string(),
+  /** The order the charge was made for (our order id, sent as `order`). */
+  order: z.string(),
   status: z.enum(['succeeded', 'failed']),
+  /** A succeeded charge the provider has given back in full. */
+  refunded: z.boolean().default(false),
   failure_code: z.string().nullish(),
   failure_message: z.string().nullish(),
 });
@@ -44,8 +48,20 @@ export interface ChargeRequest {
 
 export interface PaymentProvider {
   charge(request: ChargeRequest): Promise<ChargeResult>;
-  /** Every charge the provider holds for the order, oldest first. */
+  /**
+   * Every charge the provider holds for the order, oldest first. A list that holds a charge of another order is
+   * not an answer about this one: ProviderUnavailableError.
+   */
   listCharges(orderId: string): Promise<Charge[]>;
+}
+
+/** The provider as the reconciler needs it: it also gives back charges that landed on a cancelled order. */
+export interface RefundingPaymentProvider extends PaymentProvider {
+  /**
+   * Gives a succeeded charge back in full, under `idempotencyKey` (retrying it is safe). Resolves once the charge
+   * is refunded, also when it already was; ProviderUnavailableError when nothing was decided.
+   */
+  refund(request: { chargeId: string; idempotencyKey: string }): Promise<void>;
 }
 
 /**
@@ -61,7 +77,7 @@ export function createProviderClient(options: {
   secretKey: string;
   timeoutMs?: number;
   fetch?: typeof fetch;
-}): PaymentProvider {
+}): RefundingPaymentProvider {
   const doFetch = options.fetch ?? fetch;
   const timeoutMs = options.timeoutMs ?? 10_000;
 
@@ -103,16 +119,20 @@ export function createProviderClient(options: {
           message: message ?? 'Your card was declined.',
         };
       }
-      if (isUndecided(response.status)) {
+      // A 4xx is final only as the provider's own verdict on this request: its error body, not about the key.
+      // Without that body the 4xx came from something in between (a gateway's 404 or 408, perhaps after it had
+      // forwarded the charge); an idempotency error says the key already stands for another request, which may
+      // have charged. Neither tells whether money moved: undecided, so the retry asks the provider first.
+      if (isUndecided(response.status) || !parsed.success || parsed.data.error.type === 'idempotency_error') {
         throw new ProviderUnavailableError(`Payment provider answered ${response.status}`);
       }
       // Any other 4xx is final: the provider will never charge this request. A bad card token is the customer's
       // to fix; anything else is ours, but either way nothing was charged and retrying changes nothing.
-      const error = parsed.success ? parsed.data.error : undefined;
+      const { error } = parsed.data;
       return {
         outcome: 'rejected',
-        code: error?.param === 'source' ? PaymentFailureCode.invalidSource : PaymentFailureCode.rejected,
-        message: error?.message ?? `Payment provider answered ${response.status}`,
+        code: error.param === 'source' ? PaymentFailureCode.invalidSource : PaymentFailureCode.rejected,
+        message: error.message ?? `Payment provider answered ${response.status}`,
       };
     },
 
@@ -120,7 +140,29 @@ export function createProviderClient(options: {
       const response = await send(`/v1/charges?order=${encodeURIComponent(orderId)}`, { method: 'GET' });
       const body: unknown = await response.json().catch(() => null);
       if (!response.ok) throw new ProviderUnavailableError(`Payment provider answered ${response.status}`);
-      return chargeListSchema.parse(body).data;
+      const charges = chargeListSchema.parse(body).data;
+      const foreign = charges.find((charge) => charge.order !== orderId);
+      if (foreign)
+        throw new ProviderUnavailableError(
+          `Payment provider listed charge ${foreign.id} of order ${foreign.order} for order ${orderId}`,
+        );
+      return charges;
+    },
+
+    async refund({ chargeId, idempotencyKey }) {
+      const response = await send('/v1/refunds', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+        body: JSON.stringify({ charge: chargeId }),
+      });
+      if (response.ok) return;
+      const parsed = errorSchema.safeParse(await response.json().catch(() => null));
+      if (parsed.success && parsed.data.error.code === 'charge_already_refunded') return;
+      if (isUndecided(response.status))
+        throw new ProviderUnavailableError(`Payment provider answered ${response.status} to a refund`);
+      throw new Error(
+        `Payment provider refused to refund charge ${chargeId} (${response.status}): ${parsed.success ? (parsed.data.error.message ?? '') : ''}`,
+      );
     },
   };
 }
@@ -128,6 +170,7 @@ export function createProviderClient(options: {
 /** Statuses after which the provider may or may not act later: only a retry with the same key can tell. */
 function isUndecided(status: number): boolean {
   if (status >= 500) return true; // the provider failed: maybe charged, maybe not
+  if (status === 408) return true; // a timeout on the way: the request may or may not have been processed
   if (status === 409) return true; // the same key is still running there
   if (status === 429) return true; // rate limited before anything ran
   if (status === 401 || status === 403) return true; // our credentials: a configuration error, not a verdict

@@ -3,10 +3,13 @@
  * ports, all against ONE scratch database, plus one payment provider (in-process). Each web process can be
  * stopped, SIGKILLed and restarted with its own environment: each serves the test build of the router
  * (IDEM_TEST_SEAMS=1, apps/web/src/server/test-seams.ts), whose controls and fault points that environment picks.
+ * Each start's stdout and stderr (pino JSON lines) go to a file of its own under `logDir`, kept after the run,
+ * so a 5xx can be explained afterwards by the log line that carries its errorId.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createPrismaClient, type Database } from '@idem/db';
 import { migrateDatabase, repoRoot } from '@idem/dev-db/migrate';
@@ -40,7 +43,7 @@ export interface ClusterOptions {
   processes?: number;
   /** Extra environment for every web process (e.g. IDEM_LEASE_SECONDS). */
   env?: FaultEnv;
-  /** Forward the web processes' output (default: only when IDEM_FAULTS_VERBOSE=1). */
+  /** Also forward the web processes' output to this process (default: only when IDEM_FAULTS_VERBOSE=1). */
   verbose?: boolean;
 }
 
@@ -57,6 +60,8 @@ export class Cluster {
     readonly baseEnv: FaultEnv,
     readonly verbose: boolean,
     readonly sessionSecret: string,
+    /** Where every web process start writes its output: `web-<index>-<start>.log`. */
+    readonly logDir: string,
   ) {}
 
   static async start(options: ClusterOptions): Promise<Cluster> {
@@ -91,6 +96,7 @@ export class Cluster {
         { ...providerSecrets, ...options.env },
         options.verbose ?? process.env.IDEM_FAULTS_VERBOSE === '1',
         randomBytes(32).toString('base64url'),
+        mkdtempSync(path.join(os.tmpdir(), 'idem-faults-logs-')),
       );
       const count = options.processes ?? 3;
       for (let index = 0; index < count; index += 1) {
@@ -146,10 +152,16 @@ export class Cluster {
         IDEM_TEST_SEAMS: '1',
         PORT: String(node.port),
       },
-      stdio: ['ignore', this.verbose ? 'inherit' : 'ignore', this.verbose ? 'inherit' : 'ignore'],
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     node.child = child;
     node.starts += 1;
+    const log = createWriteStream(path.join(this.logDir, `web-${index}-${node.starts}.log`));
+    for (const stream of [child.stdout, child.stderr]) {
+      stream?.pipe(log, { end: false });
+      if (this.verbose) stream?.pipe(process.stdout, { end: false });
+    }
+    child.once('close', () => log.end());
     node.exited = new Promise((resolve) => {
       child.once('exit', () => {
         if (!this.#stopping.delete(child)) node.unexpectedExits += 1;
@@ -207,6 +219,17 @@ export class Cluster {
   async restartNode(index: number, env: FaultEnv = this.node(index).env): Promise<WebNode> {
     await this.stopNode(index);
     return this.startNode(index, env);
+  }
+
+  /** Every line of every web process's output that contains `needle` (e.g. an errorId), with its file's name. */
+  logLinesContaining(needle: string): string[] {
+    const found: string[] = [];
+    for (const file of readdirSync(this.logDir).sort()) {
+      for (const line of readFileSync(path.join(this.logDir, file), 'utf8').split('\n')) {
+        if (line.includes(needle)) found.push(`${file}: ${line}`);
+      }
+    }
+    return found;
   }
 
   urls(): string[] {

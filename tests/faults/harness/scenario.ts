@@ -9,6 +9,9 @@ import type { CartInput } from './load.ts';
 
 export const TOKEN = demoUsers[0]?.token ?? '';
 
+/** The stock a scenario's product starts with: far more than any run orders. */
+export const SCENARIO_STOCK = 10_000_000;
+
 export interface Scenario {
   sku: string;
   /** A new intent: a unique email address (the checker groups orders by it). */
@@ -32,7 +35,7 @@ export async function createScenario(cluster: Cluster, tag: string, principals =
       name: `Fault item ${run}`,
       description: 'fault tests',
       priceCents: 1_000,
-      stock: 10_000_000,
+      stock: SCENARIO_STOCK,
     },
   });
   const tokens: string[] = [];

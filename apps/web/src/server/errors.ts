@@ -50,6 +50,18 @@ export class PaymentProviderUnavailableError extends TRPCError {
   }
 }
 
+/**
+ * The database could not give the checkout a transaction in time (every pooled connection busy under a burst)
+ * or the transaction ran out of time: it was rolled back, nothing was decided. 503, so clients retry with the
+ * same Idempotency-Key.
+ */
+export class DatabaseBusyError extends TRPCError {
+  override name = 'DatabaseBusyError';
+  constructor(cause: unknown) {
+    super({ code: 'SERVICE_UNAVAILABLE', message: 'The database is busy; nothing was decided.', cause });
+  }
+}
+
 /** The business reason of an error, also when it is a replay of a stored one (its cause carries the reason). */
 export function reasonOf(error: TRPCError): string | undefined {
   if (error instanceof ShopError) return error.reason;

@@ -10,9 +10,15 @@
  * Each order is decided under its row lock, re-checking that it is still pending and that no attempt started
  * since it was read (checkout stamps `charge_attempted_at` before each charge), so a run never settles an order
  * whose charge may still be running. Running twice, or twice at once, gives the same result.
+ *
+ * A charge can still land after the order was given up: a process frozen between its stamp and its charge call
+ * past the wait, or a provider that finishes a request long after the client's timeout. Each run therefore also
+ * looks again at the orders it gave up recently (`lateChargeWindowSeconds`): a succeeded charge on one of them
+ * is money for an order the customer was told is cancelled, so it is refunded (under a key derived from the
+ * charge), counted (`late_charges_refunded`) and logged as an anomaly.
  */
 
-import { incrementCounter, WorkerCounter } from '@idem/contracts';
+import { incrementCounter, providerRefundKey, WorkerCounter } from '@idem/contracts';
 import type { Database, Prisma } from '@idem/db';
 import { enqueueFulfilment, type PgBoss, prismaTransactionDb, Queue } from '@idem/jobs';
 import {
@@ -23,6 +29,7 @@ import {
   type PaymentProvider,
   type ProviderAnswer,
   ProviderUnavailableError,
+  type RefundingPaymentProvider,
   recordPayment,
 } from '@idem/payments';
 import type { Logger } from '../log.ts';
@@ -37,6 +44,18 @@ export interface ReconcileOptions {
   settleAfterSeconds?: number;
   /** Orders per run. Default 100. */
   batchSize?: number;
+  /**
+   * How long an order flagged as an anomaly (a succeeded charge that does not match it) waits before the
+   * reconciler asks about it again. Default 3 600 s. Until then it takes no place in a batch, so anomalies
+   * waiting for a human never keep the orders behind them pending.
+   */
+  anomalyRecheckSeconds?: number;
+  /**
+   * How long after giving an order up the reconciler still looks for a charge that landed on it late. Default
+   * 3 600 s: far past any charge request still in flight when the order was given up (its client timed out after
+   * 10 s, the wait before giving up was 300 s).
+   */
+  lateChargeWindowSeconds?: number;
 }
 
 export const ReconcileOutcome = {
@@ -55,7 +74,12 @@ export interface ReconcileSummary {
   unavailable: number;
   /** The provider holds a succeeded charge that does not match the order: left pending for a human. */
   anomalies: number;
+  /** Failed for another reason (logged): tried again next run; the rest of the batch goes on. */
+  failed: number;
 }
+
+/** What `reconciled_outcome` says of a pending order flagged for a human. */
+const ANOMALY = 'anomaly';
 
 export interface ReconcileDeps {
   db: Database;
@@ -81,42 +105,73 @@ export async function reconcilePendingOrders(
     skipped: 0,
     unavailable: 0,
     anomalies: 0,
+    failed: 0,
   };
+  // Orders never looked at first (oldest attempt first), then anomalies due for another look.
   const candidates = await deps.db.$queryRaw<Candidate[]>`
     select id::text, total_cents, currency from orders
      where status = 'pending'
        and coalesce(charge_attempted_at, created_at) < now() - make_interval(secs => ${settleAfterSeconds})
-     order by created_at
+       and (reconciled_at is null
+            or reconciled_at < now() - make_interval(secs => ${options.anomalyRecheckSeconds ?? 3_600}))
+     order by reconciled_at nulls first, coalesce(charge_attempted_at, created_at), id
      limit ${options.batchSize ?? 100}`;
 
   for (const order of candidates) {
-    let answer: ProviderAnswer;
     try {
-      answer = answerFromCharges(
-        { totalCents: order.total_cents, currency: order.currency },
-        await deps.provider.listCharges(order.id),
-      );
+      await reconcileOne(deps, order, settleAfterSeconds, summary);
     } catch (error) {
-      if (!(error instanceof ProviderUnavailableError)) throw error;
-      summary.unavailable += 1;
-      deps.log.error(`reconcile ${order.id}: provider unavailable (${error.message}); next run retries`);
-      continue;
-    }
-    if (answer.kind === 'anomaly') {
-      summary.anomalies += 1;
-      deps.log.error(
-        `reconcile ${order.id}: ANOMALY — charge ${answer.charge.id} (${answer.charge.amount} ${answer.charge.currency}) does not match the order; left pending`,
-      );
-      continue;
-    }
-    const outcome = await settle(deps, order, answer, settleAfterSeconds);
-    if (outcome === null) summary.skipped += 1;
-    else {
-      summary.settled[outcome] += 1;
-      deps.log.info(`reconcile ${order.id}: ${outcome}`);
+      if (error instanceof ProviderUnavailableError) {
+        summary.unavailable += 1;
+        deps.log.error(`reconcile ${order.id}: provider unavailable (${error.message}); next run retries`);
+      } else {
+        summary.failed += 1;
+        deps.log.error(`reconcile ${order.id}: failed; next run retries`, error);
+      }
     }
   }
   return summary;
+}
+
+async function reconcileOne(
+  deps: ReconcileDeps,
+  order: Candidate,
+  settleAfterSeconds: number,
+  summary: ReconcileSummary,
+): Promise<void> {
+  const answer = answerFromCharges(
+    { totalCents: order.total_cents, currency: order.currency },
+    await deps.provider.listCharges(order.id),
+  );
+  if (answer.kind === 'anomaly') {
+    summary.anomalies += 1;
+    await flagAnomaly(deps.db, order.id);
+    deps.log.error(
+      `reconcile ${order.id}: ANOMALY — charge ${answer.charge.id} (${answer.charge.amount} ${answer.charge.currency}) does not match the order; left pending`,
+    );
+    return;
+  }
+  const outcome = await settle(deps, order, answer, settleAfterSeconds);
+  if (outcome === null) summary.skipped += 1;
+  else {
+    summary.settled[outcome] += 1;
+    deps.log.info(`reconcile ${order.id}: ${outcome}`);
+  }
+}
+
+/**
+ * Marks a pending order as an anomaly for a human (the admin trail shows it) and stamps when it was looked at,
+ * which sends it to the back of the queue; counted once per order (`reconcile_anomalies`), not once per look.
+ */
+async function flagAnomaly(db: Database, orderId: string): Promise<void> {
+  await db.$transaction(async (tx) => {
+    const [row] = await tx.$queryRaw<Array<{ reconciled_outcome: string | null }>>`
+      select reconciled_outcome from orders where id = ${orderId}::uuid and status = 'pending' for update`;
+    if (!row) return;
+    await tx.$executeRaw`
+      update orders set reconciled_at = now(), reconciled_outcome = ${ANOMALY} where id = ${orderId}::uuid`;
+    if (row.reconciled_outcome !== ANOMALY) await incrementCounter(tx, WorkerCounter.reconcileAnomalies);
+  });
 }
 
 /** Settles one order under its row lock; null when it is no longer ours to settle. */
@@ -179,6 +234,67 @@ async function settle(
   });
 }
 
+export interface LateChargeDeps {
+  db: Database;
+  provider: RefundingPaymentProvider;
+  log: Logger;
+}
+
+export interface LateChargeSummary {
+  /** Given-up orders asked about. */
+  checked: number;
+  /** Succeeded charges found on them, and refunded. */
+  refunded: number;
+  /** The provider could not answer or refund (or another failure, logged): tried again next run. */
+  unavailable: number;
+}
+
+/** Refunds every succeeded charge that landed on an order the reconciler gave up within the window. */
+export async function refundLateCharges(
+  deps: LateChargeDeps,
+  options: ReconcileOptions = {},
+): Promise<LateChargeSummary> {
+  const summary: LateChargeSummary = { checked: 0, refunded: 0, unavailable: 0 };
+  const windowSeconds = options.lateChargeWindowSeconds ?? 3_600;
+  const givenUp = await deps.db.$queryRaw<Array<{ id: string }>>`
+    select id::text from orders
+     where status = 'payment_failed' and reconciled_outcome = ${ReconcileOutcome.abandoned}
+       and reconciled_at > now() - make_interval(secs => ${windowSeconds})
+     order by reconciled_at desc
+     limit ${options.batchSize ?? 100}`;
+  for (const { id } of givenUp) {
+    summary.checked += 1;
+    try {
+      const late = (await deps.provider.listCharges(id)).filter(
+        (charge) => charge.status === 'succeeded' && !charge.refunded,
+      );
+      for (const charge of late) {
+        await deps.provider.refund({ chargeId: charge.id, idempotencyKey: providerRefundKey(charge.id) });
+        await incrementCounter(deps.db, WorkerCounter.lateChargesRefunded);
+        summary.refunded += 1;
+        deps.log.error(
+          `reconcile ${id}: ANOMALY — charge ${charge.id} (${charge.amount} ${charge.currency}) landed after the order was given up; refunded`,
+        );
+      }
+    } catch (error) {
+      // Any failure leaves the order for the next run and lets the rest of the batch go on.
+      summary.unavailable += 1;
+      deps.log.error(`reconcile ${id}: the late-charge check failed; next run retries`, error);
+    }
+  }
+  return summary;
+}
+
+/** One scheduled run: settle the pending orders, then refund what landed on orders given up recently. */
+export async function runReconcile(
+  deps: ReconcileDeps & LateChargeDeps,
+  options: ReconcileOptions = {},
+): Promise<{ pending: ReconcileSummary; lateCharges: LateChargeSummary }> {
+  const pending = await reconcilePendingOrders(deps, options);
+  const lateCharges = await refundLateCharges(deps, options);
+  return { pending, lateCharges };
+}
+
 export async function scheduleReconcile(boss: PgBoss, cron: string | null): Promise<void> {
   if (cron === null) {
     await boss.unschedule(Queue.reconcile);
@@ -189,11 +305,11 @@ export async function scheduleReconcile(boss: PgBoss, cron: string | null): Prom
 
 export async function workReconcile(
   boss: PgBoss,
-  deps: ReconcileDeps,
+  deps: ReconcileDeps & LateChargeDeps,
   options: ReconcileOptions & { pollingIntervalSeconds: number },
 ): Promise<void> {
   await boss.work(Queue.reconcile, { pollingIntervalSeconds: options.pollingIntervalSeconds }, () =>
-    reconcilePendingOrders(deps, options),
+    runReconcile(deps, options),
   );
 }
 

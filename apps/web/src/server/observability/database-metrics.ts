@@ -42,6 +42,16 @@ const bindings: Record<string, CounterBinding> = {
     labelName: 'outcome',
     knownLabels: ['paid', 'payment_failed', 'abandoned'],
   },
+  [PersistedCounter.reconcileAnomalies]: {
+    metric: metrics.reconcileAnomalies,
+    labelName: null,
+    knownLabels: [''],
+  },
+  [PersistedCounter.lateChargesRefunded]: {
+    metric: metrics.lateChargesRefunded,
+    labelName: null,
+    knownLabels: [''],
+  },
   [PersistedCounter.jobDuplicatesDropped]: {
     metric: metrics.jobDuplicatesDropped,
     labelName: 'queue',

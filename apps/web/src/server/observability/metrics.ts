@@ -70,6 +70,16 @@ function createMetrics() {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    reconcileAnomalies: new Counter({
+      name: 'idem_reconcile_anomalies_total',
+      help: 'Pending orders whose provider record holds a succeeded charge that does not match them (left for a human), all workers.',
+      registers: [registry],
+    }),
+    lateChargesRefunded: new Counter({
+      name: 'idem_late_charges_refunded_total',
+      help: 'Charges that succeeded on an order the reconciler had cancelled, refunded by it, all workers.',
+      registers: [registry],
+    }),
     jobDuplicatesDropped: new Counter({
       name: 'idem_job_duplicates_dropped_total',
       help: 'Job deliveries that found their effects already done (absorbed by unique keys), by queue, all workers.',

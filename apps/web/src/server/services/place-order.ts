@@ -7,8 +7,10 @@
  * existing order is resumed instead of created twice, a resumed order first asks the provider what happened to
  * it, and the charge carries a key derived from that id — so the card is charged once.
  */
+
 import { createHash } from 'node:crypto';
-import type { Database, Prisma } from '@idem/db';
+import { providerChargeKey } from '@idem/contracts';
+import { type Database, Prisma } from '@idem/db';
 import {
   answerFromCharges,
   beginChargeAttempt,
@@ -21,7 +23,8 @@ import {
   recordPayment,
 } from '@idem/payments';
 import type { PlaceOrderInput } from '~/lib/schemas';
-import { PaymentProviderUnavailableError, ShopError } from '../errors.ts';
+import { DatabaseBusyError, PaymentProviderUnavailableError, ShopError } from '../errors.ts';
+import { logger } from '../observability/log.ts';
 import { type OrderView, orderViewInclude, toOrderView } from './order-view.ts';
 
 export interface PlaceOrderDeps {
@@ -61,7 +64,11 @@ export async function placeOrder(deps: PlaceOrderDeps, request: PlaceOrderReques
     throw new Error('Order id collision across principals.');
   // A previous attempt, the provider's webhook or the reconciler decided this order: answer with that.
   if (existing && existing.status !== 'pending') return decidedOrder(existing);
-  const order = existing ?? (await reserveOrder(deps.db, request));
+  const reserved = existing ?? (await reserveOrder(deps.db, request));
+  // Another attempt of this intent (one that took over the key while this one was slow, or the other way round)
+  // reserved the order between our read and our insert: resume that order like any other existing one.
+  if (reserved === alreadyReserved) return placeOrder(deps, request);
+  const order = reserved;
 
   if (existing) {
     // A resumed order may have been charged by an attempt whose answer was lost, perhaps days ago, when every
@@ -95,11 +102,19 @@ export async function placeOrder(deps: PlaceOrderDeps, request: PlaceOrderReques
       currency: order.currency,
       source: input.cardToken,
       orderId: order.id,
-      idempotencyKey: `order_${order.id}`,
+      idempotencyKey: providerChargeKey(order.id),
     }),
   );
 
-  if (result.outcome === 'succeeded') return settlePaid(deps.db, order.id, result.charge);
+  if (result.outcome === 'succeeded') {
+    // Only a charge for this order, of its amount and currency, pays for it. Anything else is an anomaly for a
+    // human (the reconciler flags the order), never a reason to ship.
+    if (result.charge.order !== order.id || answerFromCharges(order, [result.charge]).kind !== 'charged')
+      throw new Error(
+        `Order ${order.id}: the provider answered the charge with ${result.charge.id} (${result.charge.amount} ${result.charge.currency}, order ${result.charge.order}), which does not match the order.`,
+      );
+    return settlePaid(deps.db, order.id, result.charge);
+  }
   // Declined by the issuer, or refused by the provider (an unknown card token): final either way, so the
   // failure is recorded, the stock released and the answer stored — never a 500 that leaves stock reserved.
   const failure =
@@ -149,9 +164,14 @@ async function askProvider<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Records the succeeded charge and marks the order paid; the webhook may have done both already (idempotent). */
+/**
+ * Records the succeeded charge and marks the order paid; the webhook may have done both already (idempotent).
+ * An order that was cancelled meanwhile (the reconciler gave it up while this request was frozen past its wait)
+ * keeps its decision: this request answers with it, and the charge that landed late is the reconciler's to
+ * refund (it looks again at the orders it gave up) — logged here as the anomaly it is.
+ */
 async function settlePaid(db: Database, orderId: string, charge: Charge): Promise<OrderView> {
-  const paid = await db.$transaction(async (tx) => {
+  const settled = await inTransaction(db, async (tx) => {
     await recordPayment(tx, {
       orderId,
       providerChargeId: charge.id,
@@ -162,7 +182,13 @@ async function settlePaid(db: Database, orderId: string, charge: Charge): Promis
     await markOrderPaid(tx, orderId);
     return tx.order.findUniqueOrThrow({ where: { id: orderId }, include: orderViewInclude });
   });
-  return toOrderView(paid);
+  if (settled.status === 'payment_failed') {
+    logger.error(
+      { orderId, chargeId: charge.id, amountCents: charge.amount, currency: charge.currency },
+      'charge succeeded on a cancelled order; the reconciler refunds it',
+    );
+  }
+  return decidedOrder(settled);
 }
 
 /** Records the failed payment; the transition gives the reserved stock back (once, whoever gets there first). */
@@ -171,7 +197,7 @@ async function settleFailed(
   order: { id: string; totalCents: number; currency: string },
   failure: { providerChargeId: string | null; failureCode: string; failureMessage: string },
 ): Promise<void> {
-  await db.$transaction(async (tx) => {
+  await inTransaction(db, async (tx) => {
     await recordPayment(tx, {
       orderId: order.id,
       status: 'failed',
@@ -183,9 +209,71 @@ async function settleFailed(
   });
 }
 
-/** Creates the pending order and takes its stock in one transaction, at catalog prices. */
-async function reserveOrder(db: Database, { principalId, orderId, input }: PlaceOrderRequest) {
-  return db.$transaction(async (tx) => {
+/**
+ * How long a checkout transaction may wait for a pooled connection, and run. A burst of checkouts of one product
+ * queues on that product's row (the stock decrement) while holding connections, so Prisma's 2 s default wait
+ * turned bursts into 503s; the checkout already waits up to 10 s for the provider, so it waits as long here.
+ */
+const CHECKOUT_TRANSACTION = { maxWait: 10_000, timeout: 15_000 } as const;
+
+/**
+ * One of the checkout's transactions. One that could not start in time (every pooled connection busy) or ran out
+ * of time was rolled back and decided nothing: a 503 the client retries with the same key, which resumes this
+ * intent's order wherever it got to.
+ */
+async function inTransaction<T>(
+  db: Database,
+  work: (tx: Prisma.TransactionClient) => Promise<T>,
+): Promise<T> {
+  try {
+    return await db.$transaction(work, CHECKOUT_TRANSACTION);
+  } catch (error) {
+    if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2028')
+      throw new DatabaseBusyError(error);
+    throw error;
+  }
+}
+
+/** reserveOrder's answer when the order id is already taken: by another attempt of the same intent. */
+const alreadyReserved = Symbol('already reserved');
+
+/**
+ * Creates the pending order and takes its stock in one transaction, at catalog prices; `alreadyReserved` (and
+ * nothing taken) when an order with this id committed first. The id is the intent's, so that order is this one.
+ */
+async function reserveOrder(db: Database, request: PlaceOrderRequest) {
+  try {
+    return await createReservedOrder(db, request);
+  } catch (error) {
+    if (isOrderIdTaken(error)) return alreadyReserved;
+    if (isRolledBackBeneathItsItems(error)) throw new DatabaseBusyError(error);
+    throw error;
+  }
+}
+
+/**
+ * The order's own items failing their foreign key to it: the order row inserted a moment before is gone, which
+ * only happens when the transaction ran out of time and was rolled back between the order's insert and its
+ * items' (one nested create, several statements). Nothing was reserved: the same as a busy database.
+ */
+function isRolledBackBeneathItsItems(error: unknown): boolean {
+  return (
+    error instanceof Prisma.PrismaClientKnownRequestError &&
+    error.code === 'P2003' &&
+    error.meta?.modelName === 'Order'
+  );
+}
+
+function isOrderIdTaken(error: unknown): boolean {
+  return (
+    error instanceof Prisma.PrismaClientKnownRequestError &&
+    error.code === 'P2002' &&
+    error.meta?.modelName === 'Order'
+  );
+}
+
+async function createReservedOrder(db: Database, { principalId, orderId, input }: PlaceOrderRequest) {
+  return inTransaction(db, async (tx) => {
     const skus = input.items.map((item) => item.sku);
     const products = await tx.product.findMany({ where: { sku: { in: skus } } });
     const bySku = new Map(products.map((product) => [product.sku, product]));
