@@ -219,3 +219,41 @@ describe('a signed charge.succeeded for 1 cent naming an unpaid order', () => {
     expect((await db.product.findUniqueOrThrow({ where: { sku: 'LAMP-DESK' } })).stock).toBe(stockBefore - 1);
   });
 });
+
+describe('a charge.succeeded for an order the reconciler already cancelled (money taken late)', () => {
+  async function cancelledOrder() {
+    const order = await unpaidOrder();
+    // What the reconciler leaves behind when no charge reached the provider: a failed payment, stock back.
+    await db.payment.create({
+      data: {
+        orderId: order.id,
+        status: 'failed',
+        amountCents: order.totalCents,
+        currency: 'usd',
+        failureCode: 'abandoned',
+      },
+    });
+    await db.order.update({ where: { id: order.id }, data: { status: 'payment_failed' } });
+    return order;
+  }
+
+  it('control: without the status rule the event passes silently (no_change), nothing counts it', async () => {
+    const order = await cancelledOrder();
+    const before = await anomalyCount('paid_after_cancel');
+    const response = await deliverThroughHandler(
+      chargeEvent('charge.succeeded', order.id, order.totalCents),
+      () => null,
+    );
+    expect(await response.json()).toMatchObject({ effect: 'no_change' });
+    expect(await anomalyCount('paid_after_cancel')).toBe(before);
+  });
+
+  it('protected: an anomaly, counted and logged; the order stays cancelled, nothing ships', async () => {
+    const order = await cancelledOrder();
+    const before = await anomalyCount('paid_after_cancel');
+    const response = await POST(signedRequest(chargeEvent('charge.succeeded', order.id, order.totalCents)));
+    expect(await response.json()).toMatchObject({ effect: 'anomaly' });
+    expect(await orderState(order.id)).toEqual({ status: 'payment_failed', payments: 1, jobs: 0 });
+    expect(await anomalyCount('paid_after_cancel')).toBe(before + 1);
+  });
+});

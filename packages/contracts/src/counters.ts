@@ -12,7 +12,7 @@ export const PersistedCounter = {
   /** Label: the table the rows were removed from. */
   cleanupRowsRemoved: 'cleanup_rows_removed',
   webhookDuplicatesDropped: 'webhook_duplicates_dropped',
-  /** Label: why the charge is not the order's (`amount_mismatch`, `currency_mismatch`, `other_charge`). */
+  /** Label: why the charge is not the order's (`amount_mismatch`, `currency_mismatch`, `other_charge`, `paid_after_cancel`). */
   webhookChargeAnomalies: 'webhook_charge_anomalies',
   /** Label: the queue. */
   jobDuplicatesDropped: 'job_duplicates_dropped',

@@ -35,7 +35,7 @@ const bindings: Record<string, CounterBinding> = {
   [PersistedCounter.webhookChargeAnomalies]: {
     metric: metrics.webhookChargeAnomalies,
     labelName: 'reason',
-    knownLabels: ['amount_mismatch', 'currency_mismatch', 'other_charge'],
+    knownLabels: ['amount_mismatch', 'currency_mismatch', 'other_charge', 'paid_after_cancel'],
   },
   [PersistedCounter.ordersReconciled]: {
     metric: metrics.ordersReconciled,

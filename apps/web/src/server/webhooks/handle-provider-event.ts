@@ -10,7 +10,7 @@
  */
 
 import { incrementCounter, PersistedCounter } from '@idem/contracts';
-import type { Database, Prisma } from '@idem/db';
+import type { Database, OrderStatus, Prisma } from '@idem/db';
 import { markOrderPaid, markOrderPaymentFailed, markOrderRefunded, recordPayment } from '@idem/payments';
 import { z } from 'zod';
 import { logger } from '../observability/log.ts';
@@ -22,13 +22,15 @@ export interface OrderTerms {
   currency: string;
   /** The provider charge already recorded for the order (pay call or an earlier event), if any. */
   chargeId: string | null;
+  status: OrderStatus;
 }
 export interface ChargeTerms {
   id: string;
   amount: number;
   currency: string;
+  status: 'succeeded' | 'failed';
 }
-export type ChargeMismatch = 'amount_mismatch' | 'currency_mismatch' | 'other_charge';
+export type ChargeMismatch = 'amount_mismatch' | 'currency_mismatch' | 'other_charge' | 'paid_after_cancel';
 
 /** Why the charge is not the order's payment, or null when it is (its amount, currency and recorded charge). */
 export function compareChargeWithOrder(order: OrderTerms, charge: ChargeTerms): ChargeMismatch | null {
@@ -37,6 +39,9 @@ export function compareChargeWithOrder(order: OrderTerms, charge: ChargeTerms): 
   if (charge.amount !== order.totalCents) return 'amount_mismatch';
   // A second charge for one order (its refund must not refund the order; its success is money to give back).
   if (order.chargeId !== null && order.chargeId !== charge.id) return 'other_charge';
+  // Money taken for an order already given up (stock released): never a reason to ship; the reconciler's
+  // late-charge sweep refunds it, and this makes it visible at once.
+  if (charge.status === 'succeeded' && order.status === 'payment_failed') return 'paid_after_cancel';
   return null;
 }
 
@@ -104,7 +109,13 @@ async function applyEvent(
   if (!orderId.success) return 'ignored'; // not one of our orders
   const found = await tx.order.findUnique({
     where: { id: orderId.data },
-    select: { id: true, totalCents: true, currency: true, payment: { select: { providerChargeId: true } } },
+    select: {
+      id: true,
+      status: true,
+      totalCents: true,
+      currency: true,
+      payment: { select: { providerChargeId: true } },
+    },
   });
   if (!found) return 'ignored';
   const order = { ...found, chargeId: found.payment?.providerChargeId ?? null };
