@@ -27,21 +27,32 @@ interface ShopContext {
   principalId: string | null;
 }
 
-/** An app's router: two idempotent mutations (one per mode, one nested), a plain mutation and a query. */
+/**
+ * An app's router: idempotent mutations (one per mode, nested or not, with middlewares, a per-procedure error
+ * formatter and a router-wide one around them), a plain mutation and a query.
+ */
 function createShopRouter(store: IdempotencyStore<unknown>) {
-  const t = initTRPC.context<ShopContext>().create();
+  const t = initTRPC.context<ShopContext>().create({
+    errorFormatter: ({ shape }) => ({ ...shape, data: { ...shape.data, shop: true as const } }),
+  });
   const idempotency = createIdempotency({
     store,
     getScope: (ctx: ShopContext) => ctx.principalId,
     getRequestHeaders: (ctx) => ctx.headers,
   });
+  const authed = t.procedure.use(({ ctx, next }) => next({ ctx: { principal: ctx.principalId ?? 'guest' } }));
   return t.router({
     checkout: t.router({
-      pay: t.procedure
+      pay: authed
         .concat(idempotency.external())
+        .use(({ next }) => next())
         .input(z.object({ cents: z.number() }))
         .mutation(({ input }) => ({ charged: input.cents })),
-      subscribe: t.procedure.input(z.object({ email: z.string() })).mutation(() => true),
+      refund: t.procedure
+        .concat(idempotency.external())
+        .errors(() => undefined)
+        .mutation(() => 'refunded' as const),
+      subscribe: authed.input(z.object({ email: z.string() })).mutation(() => true),
       status: t.procedure.query(() => 'open' as const),
     }),
     save: t.procedure.concat(idempotency.transactional()).mutation(() => 1),
@@ -61,17 +72,27 @@ export function useShopHooks() {
   expectTypeOf(pay.submit).parameter(0).toEqualTypeOf<{ cents: number }>();
   expectTypeOf(pay.state.data).toEqualTypeOf<{ charged: number } | undefined>();
   const save = useIdempotentMutation((request) => trpc.save.mutationOptions(request), { intentId: 'save' });
+  const refund = useIdempotentMutation((request) => trpc.checkout.refund.mutationOptions(request), {
+    intentId: 'refund',
+  });
   const subscribe = useIdempotentMutation(
     // @ts-expect-error a plain mutation is not idempotent: the hook refuses it
     (request) => trpc.checkout.subscribe.mutationOptions(request),
     { intentId: 'subscribe' },
   );
-  return { pay, save, subscribe };
+  const handWritten = useIdempotentMutation(
+    // @ts-expect-error options written by hand (no procedure behind them) are refused too
+    () => ({ mutationFn: async (cents: number) => cents }),
+    { intentId: 'hand-written' },
+  );
+  return { pay, save, refund, subscribe, handWritten };
 }
 
 describe('the idempotent mark in the router type', () => {
   it('is inferred from the builders: the idempotent mutations, and nothing else', () => {
-    expectTypeOf<IdempotentProcedurePath<ShopRouter>>().toEqualTypeOf<'checkout.pay' | 'save'>();
+    expectTypeOf<IdempotentProcedurePath<ShopRouter>>().toEqualTypeOf<
+      'checkout.pay' | 'checkout.refund' | 'save'
+    >();
     expectTypeOf<IsIdempotentProcedureError<TRPCClientErrorLike<ShopRouter>>>().toEqualTypeOf<false>();
     expect(createShopRouter({} as IdempotencyStore<unknown>)._def.procedures).toHaveProperty('checkout.pay');
   });
@@ -117,9 +138,9 @@ describe('the idempotent mark in the router type', () => {
       expect(unmarked).not.toBe(source);
       await writeFile(middleware, unmarked.replace('): MarkedIdempotent<TProcedure> {', '): TProcedure {'));
       const errors = await compile();
-      // Unmarked, both idempotent procedures are refused by the hook and the router has no idempotent path.
+      // Unmarked, the three idempotent procedures are refused by the hook and the router has no idempotent path.
       const refusals = errors.match(/Property 'notAnIdempotentProcedure' is missing/g) ?? [];
-      expect(refusals).toHaveLength(2);
+      expect(refusals).toHaveLength(3);
       expect(errors).toContain('Expected: literal string: checkout.pay, Actual: never');
     } finally {
       await rm(scratchRoot, { recursive: true, force: true });
