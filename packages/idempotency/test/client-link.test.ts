@@ -182,6 +182,14 @@ describe('idempotentRetryLink', () => {
     expect(delays).toEqual([]);
   });
 
+  it('control for the above: the same faults, with a key, are retried', async () => {
+    const { shop, client, delays, context } = setup();
+    shop.faults.push(503, 'drop-request');
+    await client.checkout.placeOrder.mutate(anOrder, { context });
+    expect(shop.requestsTo('checkout.placeOrder')).toHaveLength(3);
+    expect(delays).toHaveLength(2);
+  });
+
   describe('requireKeyFor: an idempotent mutation without its key', () => {
     it('control: without it, the unkeyed call leaves and reaches the server', async () => {
       const { shop, client } = setup();
