@@ -11,6 +11,7 @@ import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import superjson from 'superjson';
 import { z } from 'zod';
 import { idempotencyHeaders } from '../src/client/index.ts';
+import type { MarkedIdempotent } from '../src/trpc/index.ts';
 
 export type Fault =
   /** fetch rejects before the server sees the request. */
@@ -62,9 +63,11 @@ export function createFakeShop(options: { retryAfter?: string } = {}) {
   let queries = 0;
   let pendingFault: Fault | undefined;
 
+  // placeOrder emulates an idempotent procedure, so its type carries the mark the real builders give.
+  const emulatedIdempotent = t.procedure as MarkedIdempotent<typeof t.procedure>;
   const router = t.router({
     checkout: t.router({
-      placeOrder: t.procedure.input(orderInput).mutation(({ ctx, input }): Order => {
+      placeOrder: emulatedIdempotent.input(orderInput).mutation(({ ctx, input }): Order => {
         if (!ctx.key) throw new TRPCError({ code: 'BAD_REQUEST', message: 'Idempotency-Key missing' });
         const fingerprint = JSON.stringify(input);
         const previous = stored.get(ctx.key);

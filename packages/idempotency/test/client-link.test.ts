@@ -4,20 +4,28 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createTRPCClient, type TRPCClientError } from '@trpc/client';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, expectTypeOf, it, vi } from 'vitest';
 import {
   classifyFailure,
+  type IdempotentProcedurePath,
   type IdempotentRetryLinkOptions,
   idempotentRetryLink,
+  MissingIdempotencyKeyError,
   type RetryLinkEvent,
 } from '../src/client/index.ts';
 import { anOrder, createFakeShop, type FakeShopRouter, recordingSleep } from './client-fake-shop.ts';
 
-function setup(linkOptions: IdempotentRetryLinkOptions = {}, shopOptions: { retryAfter?: string } = {}) {
+function setup(
+  linkOptions: IdempotentRetryLinkOptions<FakeShopRouter> = {},
+  shopOptions: { retryAfter?: string } = {},
+) {
   const shop = createFakeShop(shopOptions);
   const { delays, sleep } = recordingSleep();
   const client = createTRPCClient<FakeShopRouter>({
-    links: [idempotentRetryLink({ sleep, random: () => 1, ...linkOptions }), shop.terminatingLink()],
+    links: [
+      idempotentRetryLink<FakeShopRouter>({ sleep, random: () => 1, ...linkOptions }),
+      shop.terminatingLink(),
+    ],
   });
   const events: RetryLinkEvent[] = [];
   const key = randomUUID();
@@ -166,7 +174,63 @@ describe('idempotentRetryLink', () => {
     shop.faults.push('drop-response');
     await failure(client.checkout.subscribeNewsletter.mutate({ email: 'a@example.com' }));
     expect(shop.requestsTo('checkout.subscribeNewsletter')).toHaveLength(2);
+    // Not even an idempotent procedure: without its key a re-send could run it twice.
+    shop.faults.push(503, 'drop-request');
+    await failure(client.checkout.placeOrder.mutate(anOrder));
+    await failure(client.checkout.placeOrder.mutate(anOrder));
+    expect(shop.requestsTo('checkout.placeOrder')).toHaveLength(2);
     expect(delays).toEqual([]);
+  });
+
+  it('control for the above: the same faults, with a key, are retried', async () => {
+    const { shop, client, delays, context } = setup();
+    shop.faults.push(503, 'drop-request');
+    await client.checkout.placeOrder.mutate(anOrder, { context });
+    expect(shop.requestsTo('checkout.placeOrder')).toHaveLength(3);
+    expect(delays).toHaveLength(2);
+  });
+
+  describe('requireKeyFor: an idempotent mutation without its key', () => {
+    it('control: without it, the unkeyed call leaves and reaches the server', async () => {
+      const { shop, client } = setup();
+      const error = await failure(client.checkout.placeOrder.mutate(anOrder));
+      expect(shop.requestsTo('checkout.placeOrder')).toHaveLength(1);
+      expect(error.data?.httpStatus).toBe(400);
+    });
+
+    it('fails before the request leaves, with a clear, final error; keyed and plain calls are untouched', async () => {
+      const { shop, client, context, delays } = setup({ requireKeyFor: { 'checkout.placeOrder': true } });
+
+      const missing = await failure(client.checkout.placeOrder.mutate(anOrder));
+      const unusable = await failure(
+        client.checkout.placeOrder.mutate(anOrder, { context: { idempotencyKey: 'ключ' } }),
+      );
+      expect(shop.requestsTo('checkout.placeOrder')).toHaveLength(0);
+      for (const error of [missing, unusable]) {
+        expect(error.cause).toBeInstanceOf(MissingIdempotencyKeyError);
+        expect(error.message).toMatch(/^checkout\.placeOrder is idempotent: call it with a key/);
+        // Nothing a retry would change: a retrying caller must not take it for a lost response.
+        expect(classifyFailure(error)).toBe('final');
+      }
+
+      await client.checkout.placeOrder.mutate(anOrder, { context });
+      expect(await client.checkout.subscribeNewsletter.mutate({ email: 'a@example.com' })).toBe('ok');
+      expect(shop.requestsTo('checkout.placeOrder')).toHaveLength(1);
+      expect(delays).toEqual([]);
+    });
+
+    it('is typed from the router: every idempotent path, and no other', () => {
+      expectTypeOf<IdempotentProcedurePath<FakeShopRouter>>().toEqualTypeOf<'checkout.placeOrder'>();
+      // @ts-expect-error the idempotent checkout.placeOrder is missing
+      idempotentRetryLink<FakeShopRouter>({ requireKeyFor: {} });
+      idempotentRetryLink<FakeShopRouter>({
+        // @ts-expect-error a plain mutation is not idempotent
+        requireKeyFor: { 'checkout.placeOrder': true, 'checkout.subscribeNewsletter': true },
+      });
+      expect(
+        typeof idempotentRetryLink<FakeShopRouter>({ requireKeyFor: { 'checkout.placeOrder': true } }),
+      ).toBe('function');
+    });
   });
 
   it('never retries a query, even with a key in its context', async () => {

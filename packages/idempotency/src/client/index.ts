@@ -5,6 +5,7 @@
  * key rule come from `../protocol.ts`, which the server half uses too.
  */
 
+export type { IdempotentProcedurePath } from '../idempotent-procedure.ts';
 export {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENT_REPLAYED_HEADER,
@@ -29,6 +30,7 @@ export {
 export { idempotencyHeaders, type OperationLike } from './headers.ts';
 export { createIdempotencyKey } from './key.ts';
 export { abortableSleep, type IdempotentRetryLinkOptions, idempotentRetryLink } from './link.ts';
+export { MissingIdempotencyKeyError } from './missing-key-error.ts';
 export {
   type BackoffOptions,
   backoffDelayMs,

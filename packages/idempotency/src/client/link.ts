@@ -6,11 +6,13 @@
  * `links: [loggerLink(…), idempotentRetryLink(), splitLink({ condition: (op) => op.type === 'mutation',
  *   true: httpLink({ …, headers: ({ op }) => idempotencyHeaders(op) }), false: httpBatchLink(…) })]`.
  * Queries, subscriptions and mutations without `context.idempotencyKey` pass through untouched: they are
- * never retried here (re-sending a mutation without a key could run it twice).
+ * never retried here (re-sending a mutation without a key could run it twice) — except the router's
+ * idempotent mutations named in `requireKeyFor`, which fail without a key before the request leaves.
  */
 import { type OperationResultEnvelope, TRPCClientError, type TRPCLink } from '@trpc/client';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { observable, type Unsubscribable } from '@trpc/server/observable';
+import type { IdempotentProcedurePath } from '../idempotent-procedure.ts';
 import { isValidIdempotencyKey, RETRY_AFTER_HEADER } from '../protocol.ts';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_RETRY_AFTER_MS } from './constants.ts';
 import {
@@ -23,6 +25,7 @@ import {
   responseOf,
   responseStatus,
 } from './context.ts';
+import { MissingIdempotencyKeyError } from './missing-key-error.ts';
 import {
   type BackoffOptions,
   backoffDelayMs,
@@ -31,7 +34,16 @@ import {
   retryReasonOf,
 } from './retry-policy.ts';
 
-export interface IdempotentRetryLinkOptions extends BackoffOptions {
+export interface IdempotentRetryLinkOptions<TRouter extends AnyTRPCRouter = AnyTRPCRouter>
+  extends BackoffOptions {
+  /**
+   * The router's idempotent mutations, `{ 'checkout.placeOrder': true }`. One of them called without a usable
+   * `context.idempotencyKey` (a plain `useMutation`, a `mutate()` without context) fails at once with a
+   * `MissingIdempotencyKeyError` cause, and nothing is sent. Typed from the router
+   * (`idempotentRetryLink<AppRouter>(…)`): every procedure built with `.transactional()` / `.external()` must
+   * be listed, and no other.
+   */
+  requireKeyFor?: Readonly<Record<IdempotentProcedurePath<TRouter>, true>>;
   /** Total attempts, the first one included. Default 5. */
   maxAttempts?: number;
   /** A server's `Retry-After` is honoured up to this long. Default 30 000 ms. */
@@ -65,8 +77,9 @@ export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRouter>(
-  options: IdempotentRetryLinkOptions = {},
+  options: IdempotentRetryLinkOptions<TRouter> = {},
 ): TRPCLink<TRouter> {
+  const keyRequired: Readonly<Record<string, true>> = options.requireKeyFor ?? {};
   const maxAttempts = Math.max(1, Math.floor(options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS));
   const maxRetryAfterMs = options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
   const wait = options.sleep ?? abortableSleep;
@@ -75,9 +88,17 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
   return () =>
     ({ op, next }) => {
       const key = mutationKeyOf(op);
-      // Not a keyed mutation: left alone. A key no header can carry would fail in fetch with a TypeError,
-      // which would look like a network error.
-      if (key === undefined || !isValidIdempotencyKey(key)) return next(op);
+      if (key === undefined || !isValidIdempotencyKey(key)) {
+        // An idempotent mutation without a usable key: refused here, before it leaves.
+        if (op.type === 'mutation' && Object.hasOwn(keyRequired, op.path)) {
+          return observable<never, TRPCClientError<TRouter>>((observer) => {
+            observer.error(TRPCClientError.from(new MissingIdempotencyKeyError(op.path)));
+          });
+        }
+        // Not a keyed mutation: left alone. A key no header can carry would fail in fetch with a TypeError,
+        // which would look like a network error.
+        return next(op);
+      }
       const observe = getIdempotencyObserver(op.context);
       const notify = (event: RetryLinkEvent) => {
         try {

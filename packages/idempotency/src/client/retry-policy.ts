@@ -15,6 +15,7 @@
  */
 import { DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_DELAY_MS, DEFAULT_MAX_RETRY_AFTER_MS } from './constants.ts';
 import { errorResponseOf, property, responseStatus } from './context.ts';
+import { MissingIdempotencyKeyError } from './missing-key-error.ts';
 
 export interface BackoffOptions {
   /** The first retry's delay ceiling. Default 500 ms. */
@@ -93,10 +94,13 @@ export function isAbortError(error: unknown): boolean {
 
 /**
  * No HTTP response at all: a TRPCClientError without `data` and without `meta.response` (fetch rejected, or
- * the body was not tRPC JSON — e.g. a proxy's HTML error page), or a bare fetch `TypeError`.
+ * the body was not tRPC JSON — e.g. a proxy's HTML error page), or a bare fetch `TypeError`. Not the retry
+ * link's own refusal of a mutation without its key (`MissingIdempotencyKeyError`): that one never left.
  */
 export function isNetworkError(error: unknown): boolean {
   if (isAbortError(error)) return false;
+  // Refused in the browser before it was sent: no response, yet nothing a retry would change.
+  if (property(error, 'cause') instanceof MissingIdempotencyKeyError) return false;
   if (error instanceof TypeError) return true;
   return (
     property(error, 'name') === 'TRPCClientError' &&

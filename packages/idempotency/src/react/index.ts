@@ -21,6 +21,7 @@ export {
 export {
   type IdempotentMutationState,
   type IdempotentMutationStatus,
+  type IdempotentProcedureOnly,
   type IdempotentRequestOptions,
   type UseIdempotentMutationOptions,
   type UseIdempotentMutationResult,

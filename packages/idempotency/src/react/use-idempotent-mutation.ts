@@ -27,6 +27,7 @@ import { DEFAULT_MAX_ATTEMPTS } from '../client/constants.ts';
 import type { KeyedMutationContext, RetryLinkEvent } from '../client/context.ts';
 import { httpStatusOf, isAbortError, retryReasonOf } from '../client/retry-policy.ts';
 import { plainJsonWire } from '../core/wire-form.ts';
+import type { IsIdempotentProcedureError } from '../idempotent-procedure.ts';
 import { isAlive, keepAlive, parseRecord } from './intent-store.ts';
 import { type PayloadSerializer, payloadEquals, serializePayload } from './payload.ts';
 import {
@@ -110,6 +111,18 @@ export interface UseIdempotentMutationResult<TData, TError, TVariables> {
 }
 
 /**
+ * What the options argument must also satisfy: nothing for a procedure built with `idempotency.transactional()`
+ * or `.external()` (its error type carries the mark), else a property no options object has, so that passing a
+ * plain mutation is a compile error that names the reason.
+ */
+export type IdempotentProcedureOnly<TError> =
+  IsIdempotentProcedureError<TError> extends true
+    ? unknown
+    : {
+        notAnIdempotentProcedure: 'useIdempotentMutation needs a procedure built with idempotency.transactional() or .external()';
+      };
+
+/**
  * The status a failed submission ends in. `resentNotReplayed`: the key had been sent before this submission and
  * the server's answer was not a replay — then a 422 means the key holds another payload (or a first, fresh
  * decision that a re-send will replay), and the intent stays unresolved rather than losing its key.
@@ -150,12 +163,14 @@ function idleState<TData, TError, TVariables>(): IdempotentMutationState<TData, 
  * @param mutationOptions builds the tRPC mutation options from the request options this hook supplies:
  *   `(request) => trpc.notes.create.mutationOptions({ ...request, onSuccess: … })`. Called on every
  *   render and once per submission; keep it pure. TanStack `retry` is forced off: retries belong to
- *   `idempotentRetryLink`, which re-sends the same operation with the same key.
+ *   `idempotentRetryLink`, which re-sends the same operation with the same key. Only a procedure built with
+ *   `idempotency.transactional()` / `.external()` is accepted: for any other, `options` does not type-check
+ *   (`IdempotentProcedureOnly`).
  */
 export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult = unknown>(
   mutationOptions: (
     request: IdempotentRequestOptions,
-  ) => UseMutationOptions<TData, TError, TVariables, TOnMutateResult>,
+  ) => UseMutationOptions<TData, TError, TVariables, TOnMutateResult> & IdempotentProcedureOnly<TError>,
   options: UseIdempotentMutationOptions,
 ): UseIdempotentMutationResult<TData, TError, TVariables> {
   type State = IdempotentMutationState<TData, TError, TVariables>;

@@ -2,6 +2,13 @@
 
 export { UnstableScope, unstableScope } from '../core/errors.ts';
 export type { FaultHooks } from '../core/handler.ts';
+export type {
+  HasIdempotentMark,
+  IdempotentErrorShape,
+  IdempotentProcedurePath,
+  IsIdempotentProcedureError,
+  MarkedIdempotent,
+} from '../idempotent-procedure.ts';
 export { ReplayedErrorCause, toTRPCError } from './errors.ts';
 export {
   type HttpContextOptions,

@@ -35,6 +35,7 @@ import { parseIdempotencyKey } from '../core/key.ts';
 import { logKeyHash } from '../core/log-key-hash.ts';
 import { RequestOutcome, type StoredResponse } from '../core/record.ts';
 import type { IdempotencyStore } from '../core/store.ts';
+import type { MarkedIdempotent } from '../idempotent-procedure.ts';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, RETRY_AFTER_HEADER } from '../protocol.ts';
 import { replayedError, storedError, toTRPCError } from './errors.ts';
 
@@ -143,11 +144,15 @@ export function createIdempotency<TContext extends object, TTx>(
   const transformer = config.transformer ?? identityTransformer;
   /** This instance's middlewares, to recognise its procedures in a request (`streamedResponseMeta`). */
   const ownMiddlewares = new WeakSet<object>();
+  /**
+   * Recorded as this instance's, and marked idempotent in its type (`MarkedIdempotent`): the same value, whose
+   * error-shape type now carries the mark that `useIdempotentMutation` and `idempotentRetryLink` read.
+   */
   function registered<TProcedure extends { _def: { middlewares: readonly object[] } }>(
     procedure: TProcedure,
-  ) {
+  ): MarkedIdempotent<TProcedure> {
     for (const middleware of procedure._def.middlewares) ownMiddlewares.add(middleware);
-    return procedure;
+    return procedure as unknown as MarkedIdempotent<TProcedure>;
   }
 
   /**
