@@ -6,10 +6,11 @@ import Link from 'next/link';
 import { useRouter } from 'next/navigation';
 import { type FormEvent, useEffect, useState } from 'react';
 import superjson from 'superjson';
-import { usePricedCart } from '~/components/use-priced-cart';
+import { type PricedCart, usePricedCart } from '~/components/use-priced-cart';
 import { formatMoney } from '~/lib/money';
 import { type PlaceOrderInput, placeOrderInput, TEST_CARD_TOKENS } from '~/lib/schemas';
 import { useTRPC } from '~/trpc/react';
+import { announcePayment } from './payment-announcement';
 import { type IntentOutcome, PaymentStatus } from './payment-status';
 import { forgetPlacedOrder, rememberPlacedOrder, usePlacedOrder } from './placed-order';
 
@@ -32,6 +33,10 @@ export function CheckoutForm({
   const trpc = useTRPC();
   const router = useRouter();
   const { cart, lines, currency, subtotalCents, isLoading } = usePricedCart();
+  // What was paid for, kept for the summary: the cart is emptied on success, before the order page opens.
+  const [paidFor, setPaidFor] = useState<Pick<PricedCart, 'lines' | 'currency' | 'subtotalCents'> | null>(
+    null,
+  );
   const placedOrderId = usePlacedOrder();
   const [email, setEmail] = useState('');
   const [cardToken, setCardToken] = useState<string>(TEST_CARD_TOKENS[0].token);
@@ -43,6 +48,7 @@ export function CheckoutForm({
         ...request,
         onSuccess(order) {
           rememberPlacedOrder(order.id);
+          setPaidFor({ lines, currency, subtotalCents });
           cart.clear();
           router.push(`/orders/${order.id}?placed=1`);
         },
@@ -113,6 +119,14 @@ export function CheckoutForm({
   // Too old to re-send: the only way on is "start a new purchase", once the customer has seen what happened.
   const expired = intentCheck?.reason === 'expired';
   const announced = pay.inFlightElsewhere ? 'in-other-tab' : expired ? 'expired' : status;
+  const summary = paidFor ?? { lines, currency, subtotalCents };
+  // The in-other-tab panel already shows the progress line's words: there it is only read out.
+  const announcement = announcePayment({
+    state: pay.state,
+    inDoubt: pay.inDoubt !== null,
+    inFlightElsewhere: pay.inFlightElsewhere,
+    unsent: intentCheck,
+  });
   const errorMessage =
     formError ?? (status === 'failed' ? (pay.state.error?.message ?? 'Payment failed.') : null);
 
@@ -196,18 +210,37 @@ export function CheckoutForm({
         <button
           type="submit"
           disabled={busy || expired}
-          className="mt-6 w-full rounded-lg bg-brand-600 px-4 py-3 font-medium text-white hover:bg-brand-700 disabled:cursor-wait disabled:bg-brand-600/60"
+          className="mt-6 w-full rounded-lg bg-brand-600 px-4 py-3 font-medium text-white hover:bg-brand-700 disabled:cursor-wait disabled:bg-stone-200 disabled:text-stone-700"
         >
-          <PaymentStatus.ButtonLabel state={pay.state} total={formatMoney(subtotalCents, currency)} />
+          <PaymentStatus.ButtonLabel
+            name={announcement.name}
+            state={pay.state}
+            total={formatMoney(subtotalCents, currency)}
+          />
         </button>
-        <p className="sr-only" role="status" data-testid="payment-status">
+        {/* Always mounted, so that a change of text is announced: progress politely, and shown here too,
+            except in another tab's payment, whose panel above says the same. */}
+        <p
+          role="status"
+          data-testid="payment-progress"
+          data-state={announcement.name}
+          className={announcement.name === 'in-other-tab' ? 'sr-only' : 'mt-3 min-h-5 text-sm text-stone-700'}
+        >
+          {announcement.progress}
+        </p>
+        {/* What needs the customer: read out at once; the panel above shows it. */}
+        <p role="alert" data-testid="payment-attention" className="sr-only">
+          {announcement.attention}
+        </p>
+        {/* The state's raw name, for scripts and tests: not shown, not announced. */}
+        <p hidden data-testid="payment-status">
           {announced}
         </p>
       </form>
       <aside className="h-fit rounded-2xl border border-stone-200 bg-white p-6">
         <h2 className="font-semibold">Order summary</h2>
         <ul className="mt-4 space-y-2 text-sm">
-          {lines.map(({ product, quantity }) => (
+          {summary.lines.map(({ product, quantity }) => (
             <li key={product.sku} className="flex justify-between gap-4">
               <span>
                 {quantity} × {product.name}
@@ -218,7 +251,7 @@ export function CheckoutForm({
         </ul>
         <p className="mt-4 flex justify-between border-t border-stone-200 pt-4 font-semibold">
           <span>Total</span>
-          <span>{formatMoney(subtotalCents, currency)}</span>
+          <span>{formatMoney(summary.subtotalCents, summary.currency)}</span>
         </p>
       </aside>
     </div>
