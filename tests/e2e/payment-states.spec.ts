@@ -1,11 +1,13 @@
 /**
  * Every state of a payment is said to a screen reader and shown to a sighted customer: progress in the polite
  * live region under the Pay button (role "status", visible text), what needs the customer in the alert region
- * (role "alert") with its panel on screen. Each state is driven for real — the provider's knobs, a request
- * dropped or held by the test, a reload, a second tab — and each run ends with one order at most.
- * With SCREENSHOTS=1, one screenshot per state goes to docs/screenshot-payment-<state>.png.
+ * (role "alert") with its panel on screen; axe finds no serious violation in any state. Each state is driven
+ * for real — the provider's knobs, a request dropped or held by the test, a reload, a second tab — and each
+ * run ends with one order at most. With SCREENSHOTS=1, one screenshot per state goes to
+ * docs/screenshot-payment-<state>.png.
  */
 import { fileURLToPath } from 'node:url';
+import AxeBuilder from '@axe-core/playwright';
 import { type BrowserContext, expect, type Locator, type Page, type Route, test } from '@playwright/test';
 import {
   chargesForOrder,
@@ -46,6 +48,19 @@ async function expectAttention(page: Page, state: string, text: RegExp) {
   await expect(attention(page)).toHaveText(text, { timeout: 20_000 });
   await expect(progress(page)).toHaveAttribute('data-state', state);
   await expect(progress(page)).toHaveText('');
+}
+
+/** No serious or critical axe violation (WCAG 2.x A/AA) in the page as the state shows it. */
+async function expectAccessible(page: Page, state: string) {
+  const { violations } = await new AxeBuilder({ page })
+    .withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'])
+    .analyze();
+  const serious = violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map(
+      (violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
+    );
+  expect(serious, state).toEqual([]);
 }
 
 /** Writes docs/screenshot-payment-<state>.png, only when SCREENSHOTS=1 (so `pnpm test` leaves docs alone). */
@@ -94,6 +109,7 @@ test('sending: "Sending your payment…", politely, on screen and on the button'
   await expectProgress(page, 'sending', /^Sending your payment…$/);
   await expectShown(progress(page));
   await expect(page.locator('form button[type="submit"]')).toHaveText('Processing payment…');
+  await expectAccessible(page, 'sending');
   await screenshot(page, 'sending');
   await expectOneOrderOneCharge(context, await expectConfirmation(page));
 });
@@ -119,6 +135,7 @@ test('retrying: a connection problem is said, with the attempt, and that the cha
   );
   await expectShown(progress(page));
   await expect(page.locator('form button[type="submit"]')).toHaveText(/^Connection problem — retrying/);
+  await expectAccessible(page, 'retrying');
   await screenshot(page, 'retrying');
   retry.open();
   await expectOneOrderOneCharge(context, await expectConfirmation(page));
@@ -149,6 +166,7 @@ test('conflict: a retry that finds the same payment still running says it waits 
   await expect(progress(page)).not.toHaveText(/Connection problem/);
   await expectShown(progress(page));
   await expect(page.locator('form button[type="submit"]')).toHaveText(/^Still processing — waiting/);
+  await expectAccessible(page, 'conflict');
   await screenshot(page, 'conflict');
   await expectOneOrderOneCharge(context, await expectConfirmation(page));
 });
@@ -176,6 +194,7 @@ test('replayed: an answer lost after the commit is replayed, and the customer he
   await expect(page.locator('form button[type="submit"]')).toHaveText('Already paid — opening your order…');
   // The summary still says what was paid for (the cart itself is emptied on success).
   await expect(page.getByRole('complementary')).toContainText('1 × Dotted Notebook');
+  await expectAccessible(page, 'replayed');
   await screenshot(page, 'replayed');
   orderPage.open();
   await expectOneOrderOneCharge(context, await expectConfirmation(page));
@@ -193,6 +212,7 @@ test('in doubt: after a reload mid-payment, an alert says the payment is unconfi
   );
   await expectShown(page.getByTestId('payment-in-doubt'));
   await expect(page.getByTestId('payment-in-doubt')).toContainText('We could not confirm your last payment.');
+  await expectAccessible(page, 'in-doubt');
   await screenshot(page, 'in-doubt');
   await page.getByRole('button', { name: 'Check payment status' }).click();
   await expectOneOrderOneCharge(context, await expectConfirmation(page));
@@ -227,6 +247,7 @@ test('unresolved: a 422 to the re-sent payment is an alert that it is still bein
     'This payment is still being checked.',
   );
   await expect(page.getByTestId('unresolved-intent-order')).toBeVisible();
+  await expectAccessible(page, 'unresolved');
   await screenshot(page, 'unresolved');
   expect(await ordersOfThisBrowser(context)).toHaveLength(1);
 });
@@ -251,6 +272,7 @@ test('expired: an intent too old to re-send is an alert that names what became o
   await expectShown(page.getByTestId('payment-expired'));
   await expect(page.getByTestId('payment-expired')).toContainText('too old to retry');
   await expect(page.getByTestId('expired-intent-order')).toBeVisible();
+  await expectAccessible(page, 'expired');
   await screenshot(page, 'expired');
   expect(await ordersOfThisBrowser(context)).toHaveLength(1);
 });
@@ -272,6 +294,7 @@ test('in another tab: a tab opened mid-payment says, politely, that the other ta
   );
   await expectShown(second.getByTestId('payment-in-other-tab'));
   await expect(second.getByTestId('payment-in-other-tab')).toContainText('being paid for in another tab');
+  await expectAccessible(second, 'in-other-tab');
   await screenshot(second, 'in-other-tab');
   const orderId = await expectConfirmation(page);
   // The first tab's outcome reaches this one: nothing is in progress any more, and its cart is empty.
