@@ -55,7 +55,7 @@ function InDoubt({
       data-testid="payment-in-doubt"
       className="mt-4 rounded-lg border border-amber-300 bg-amber-50 p-4 text-sm"
     >
-      <p className="font-medium text-amber-900">We could not confirm your last payment.</p>
+      <p className="font-semibold text-amber-900">We could not confirm your last payment.</p>
       <p className="mt-1 text-amber-900">
         It may or may not have gone through. Checking is safe: you will never be charged twice for it.
       </p>
@@ -102,7 +102,7 @@ function StillChecking({
       data-testid="payment-still-checking"
       className="mt-4 rounded-lg border border-amber-300 bg-amber-50 p-4 text-sm"
     >
-      <p className="font-medium text-amber-900">This payment is still being checked.</p>
+      <p className="font-semibold text-amber-900">This payment is still being checked.</p>
       <p className="mt-1 text-amber-900">
         We could not match it with what we have on record yet. You will not be charged again from this page.
         Look at{' '}
@@ -159,7 +159,7 @@ function Expired({ outcome, onStartOver }: { outcome: IntentOutcome; onStartOver
       data-testid="payment-expired"
       className="mt-4 rounded-lg border border-amber-300 bg-amber-50 p-4 text-sm"
     >
-      <p className="font-medium text-amber-900">Your last payment attempt is too old to retry.</p>
+      <p className="font-semibold text-amber-900">Your last payment attempt is too old to retry.</p>
       {outcome.kind === 'checking' && (
         <p className="mt-1 text-amber-900">Checking what happened to your order…</p>
       )}
@@ -202,7 +202,7 @@ function InOtherTab() {
       data-testid="payment-in-other-tab"
       className="mt-4 rounded-lg border border-sky-300 bg-sky-50 p-4 text-sm"
     >
-      <p className="font-medium text-sky-900">This cart is being paid for in another tab.</p>
+      <p className="font-semibold text-sky-900">This cart is being paid for in another tab.</p>
       <p className="mt-1 text-sky-900">
         Wait for it to finish: this page follows it, and you will be charged once.
       </p>
