@@ -27,11 +27,19 @@ test.afterEach(async () => {
 
 const progress = (page: Page) => page.getByTestId('payment-progress');
 const attention = (page: Page) => page.getByTestId('payment-attention');
+/** The progress line people see under the Pay button (the live region itself is for screen readers). */
+const progressShown = (page: Page) => page.getByTestId('payment-progress-shown');
 
 /** `locator` is on screen at a readable size: not the 1-pixel box of text only for screen readers. */
 async function expectShown(locator: Locator) {
   await expect(locator).toBeVisible();
   expect((await locator.boundingBox())?.height ?? 0).toBeGreaterThanOrEqual(12);
+}
+
+/** The polite region says `text`, and the line under the Pay button shows the same words. */
+async function expectProgressShown(page: Page) {
+  await expect(progressShown(page)).toHaveText((await progress(page).textContent()) ?? '');
+  await expectShown(progressShown(page));
 }
 
 /** The polite region says `text`; the alert region says nothing. */
@@ -107,7 +115,7 @@ test('sending: "Sending your payment…", politely, on screen and on the button'
   await setProviderKnobs({ latencyMs: 3_000 });
   await payButton(page).click();
   await expectProgress(page, 'sending', /^Sending your payment…$/);
-  await expectShown(progress(page));
+  await expectProgressShown(page);
   await expect(page.locator('form button[type="submit"]')).toHaveText('Processing payment…');
   await expectAccessible(page, 'sending');
   await screenshot(page, 'sending');
@@ -133,7 +141,7 @@ test('retrying: a connection problem is said, with the attempt, and that the cha
     'retrying',
     /^Connection problem — retrying your payment \(attempt 2 of \d+\)\. You will be charged once\.$/,
   );
-  await expectShown(progress(page));
+  await expectProgressShown(page);
   await expect(page.locator('form button[type="submit"]')).toHaveText(/^Connection problem — retrying/);
   await expectAccessible(page, 'retrying');
   await screenshot(page, 'retrying');
@@ -164,7 +172,7 @@ test('conflict: a retry that finds the same payment still running says it waits 
     /^Your payment is still being processed — waiting for its result \(attempt \d+ of \d+\)\. You will be charged once\.$/,
   );
   await expect(progress(page)).not.toHaveText(/Connection problem/);
-  await expectShown(progress(page));
+  await expectProgressShown(page);
   await expect(page.locator('form button[type="submit"]')).toHaveText(/^Still processing — waiting/);
   await expectAccessible(page, 'conflict');
   await screenshot(page, 'conflict');
@@ -190,7 +198,7 @@ test('replayed: an answer lost after the commit is replayed, and the customer he
     'replayed',
     /^This payment had already gone through: you were charged once\. Opening your order…$/,
   );
-  await expectShown(progress(page));
+  await expectProgressShown(page);
   await expect(page.locator('form button[type="submit"]')).toHaveText('Already paid — opening your order…');
   // The summary still says what was paid for (the cart itself is emptied on success).
   await expect(page.getByRole('complementary')).toContainText('1 × Dotted Notebook');
@@ -286,12 +294,24 @@ test('in another tab: a tab opened mid-payment says, politely, that the other ta
   await payButton(page).click();
   await expect(progress(page)).toHaveAttribute('data-state', 'sending');
   const second = await context.newPage();
+  // Records the live region's text when it first appears: a region inserted with its text is often not read.
+  await second.addInitScript(() => {
+    const seen = window as unknown as { firstProgressText?: string };
+    new MutationObserver((_, observer) => {
+      const region = document.querySelector('[data-testid="payment-progress"]');
+      if (!region) return;
+      seen.firstProgressText = region.textContent ?? '';
+      observer.disconnect();
+    }).observe(document, { childList: true, subtree: true });
+  });
   await second.goto('/checkout');
   await expectProgress(
     second,
     'in-other-tab',
     /^This cart is being paid for in another tab\. This page follows it\. You will be charged once\.$/,
   );
+  expect(await second.evaluate(() => (window as { firstProgressText?: string }).firstProgressText)).toBe('');
+  await expect(progressShown(second)).toHaveText(''); // the panel shows it
   await expectShown(second.getByTestId('payment-in-other-tab'));
   await expect(second.getByTestId('payment-in-other-tab')).toContainText('being paid for in another tab');
   await expectAccessible(second, 'in-other-tab');
