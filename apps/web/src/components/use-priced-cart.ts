@@ -8,6 +8,8 @@ import { useCart } from './cart-provider';
  * The cart joined with the server's catalog. The total shown here is a preview; the server prices the
  * order again from its own catalog when it is placed.
  */
+export type PricedCart = ReturnType<typeof usePricedCart>;
+
 export function usePricedCart() {
   const trpc = useTRPC();
   const cart = useCart();

@@ -6,10 +6,12 @@ import Link from 'next/link';
 import { useRouter } from 'next/navigation';
 import { type FormEvent, useEffect, useState } from 'react';
 import superjson from 'superjson';
-import { usePricedCart } from '~/components/use-priced-cart';
+import { type PricedCart, usePricedCart } from '~/components/use-priced-cart';
 import { formatMoney } from '~/lib/money';
 import { type PlaceOrderInput, placeOrderInput, TEST_CARD_TOKENS } from '~/lib/schemas';
 import { useTRPC } from '~/trpc/react';
+import { announcePayment } from './payment-announcement';
+import { PaymentLiveRegions } from './payment-live-regions';
 import { type IntentOutcome, PaymentStatus } from './payment-status';
 import { forgetPlacedOrder, rememberPlacedOrder, usePlacedOrder } from './placed-order';
 
@@ -32,6 +34,10 @@ export function CheckoutForm({
   const trpc = useTRPC();
   const router = useRouter();
   const { cart, lines, currency, subtotalCents, isLoading } = usePricedCart();
+  // What was paid for, kept for the summary: the cart is emptied on success, before the order page opens.
+  const [paidFor, setPaidFor] = useState<Pick<PricedCart, 'lines' | 'currency' | 'subtotalCents'> | null>(
+    null,
+  );
   const placedOrderId = usePlacedOrder();
   const [email, setEmail] = useState('');
   const [cardToken, setCardToken] = useState<string>(TEST_CARD_TOKENS[0].token);
@@ -43,6 +49,7 @@ export function CheckoutForm({
         ...request,
         onSuccess(order) {
           rememberPlacedOrder(order.id);
+          setPaidFor({ lines, currency, subtotalCents });
           cart.clear();
           router.push(`/orders/${order.id}?placed=1`);
         },
@@ -63,31 +70,50 @@ export function CheckoutForm({
     if (inDoubtEmail) setEmail((current) => current || inDoubtEmail);
   }, [inDoubtEmail]);
 
-  if (isLoading) return <p className="text-stone-500">Loading your cart…</p>;
+  const announcement = announcePayment({
+    state: pay.state,
+    inDoubt: pay.inDoubt !== null,
+    inFlightElsewhere: pay.inFlightElsewhere,
+    unsent: intentCheck,
+  });
+  const liveRegions = <PaymentLiveRegions announcement={announcement} />;
+
+  if (isLoading)
+    return (
+      <>
+        {liveRegions}
+        <p className="text-stone-500">Loading your cart…</p>
+      </>
+    );
   if (lines.length === 0 && pay.state.status === 'idle') {
-    return placedOrderId ? (
-      <div
-        className="rounded-2xl border border-stone-200 bg-white p-8 text-center"
-        data-testid="already-placed"
-      >
-        <h1 className="text-xl font-semibold">Your order has been placed</h1>
-        <p className="mt-2 text-stone-600">You were charged once. Your cart is empty now.</p>
-        <div className="mt-4 flex justify-center gap-6">
-          <Link href={`/orders/${placedOrderId}`} className="text-brand-700 underline">
-            View your order
-          </Link>
-          <Link href="/" onClick={forgetPlacedOrder} className="text-brand-700 underline">
-            Continue shopping
-          </Link>
-        </div>
-      </div>
-    ) : (
-      <p>
-        Your cart is empty.{' '}
-        <Link href="/" className="text-brand-700 underline">
-          Browse the shop
-        </Link>
-      </p>
+    return (
+      <>
+        {liveRegions}
+        {placedOrderId ? (
+          <div
+            className="rounded-2xl border border-stone-200 bg-white p-8 text-center"
+            data-testid="already-placed"
+          >
+            <h1 className="text-xl font-semibold">Your order has been placed</h1>
+            <p className="mt-2 text-stone-600">You were charged once. Your cart is empty now.</p>
+            <div className="mt-4 flex justify-center gap-6">
+              <Link href={`/orders/${placedOrderId}`} className="text-brand-700 underline">
+                View your order
+              </Link>
+              <Link href="/" onClick={forgetPlacedOrder} className="text-brand-700 underline">
+                Continue shopping
+              </Link>
+            </div>
+          </div>
+        ) : (
+          <p>
+            Your cart is empty.{' '}
+            <Link href="/" className="text-brand-700 underline">
+              Browse the shop
+            </Link>
+          </p>
+        )}
+      </>
     );
   }
 
@@ -113,115 +139,133 @@ export function CheckoutForm({
   // Too old to re-send: the only way on is "start a new purchase", once the customer has seen what happened.
   const expired = intentCheck?.reason === 'expired';
   const announced = pay.inFlightElsewhere ? 'in-other-tab' : expired ? 'expired' : status;
+  const summary = paidFor ?? { lines, currency, subtotalCents };
+  // The in-other-tab panel already shows the progress line's words: there it is only read out.
   const errorMessage =
     formError ?? (status === 'failed' ? (pay.state.error?.message ?? 'Payment failed.') : null);
 
   return (
-    <div className="grid gap-8 lg:grid-cols-[1fr_320px]">
-      <form
-        onSubmit={onSubmit}
-        noValidate
-        className="rounded-2xl border border-stone-200 bg-white p-6"
-        aria-busy={busy}
-      >
-        <h1 className="text-2xl font-semibold">Checkout</h1>
-        {pay.inFlightElsewhere ? (
-          <PaymentStatus.InOtherTab />
-        ) : intentCheck?.reason === 'expired' ? (
-          <PaymentStatus.Expired outcome={intentCheck.outcome} onStartOver={() => pay.reset()} />
-        ) : intentCheck?.reason === 'unresolved' ? (
-          <PaymentStatus.StillChecking
-            outcome={intentCheck.outcome}
-            busy={busy}
-            onCheck={() => void pay.submit(pay.inDoubt?.payload ?? (pay.state.input as PlaceOrderInput))}
-            onStartOver={() => pay.reset()}
-          />
-        ) : (
-          (pay.inDoubt || status === 'unknown') && (
-            <PaymentStatus.InDoubt
+    <>
+      {liveRegions}
+      <div className="grid gap-8 lg:grid-cols-[1fr_320px]">
+        <form
+          onSubmit={onSubmit}
+          noValidate
+          className="rounded-2xl border border-stone-200 bg-white p-6"
+          aria-busy={busy}
+        >
+          <h1 className="text-2xl font-semibold">Checkout</h1>
+          {pay.inFlightElsewhere ? (
+            <PaymentStatus.InOtherTab />
+          ) : intentCheck?.reason === 'expired' ? (
+            <PaymentStatus.Expired outcome={intentCheck.outcome} onStartOver={() => pay.reset()} />
+          ) : intentCheck?.reason === 'unresolved' ? (
+            <PaymentStatus.StillChecking
+              outcome={intentCheck.outcome}
               busy={busy}
               onCheck={() => void pay.submit(pay.inDoubt?.payload ?? (pay.state.input as PlaceOrderInput))}
               onStartOver={() => pay.reset()}
             />
-          )
-        )}
-        <fieldset disabled={busy} className="mt-6 space-y-5">
-          <div>
-            <label htmlFor="email" className="block text-sm font-medium">
-              Email for the receipt
-            </label>
-            <input
-              id="email"
-              name="email"
-              type="email"
-              autoComplete="email"
-              required
-              value={email}
-              onChange={(event) => setEmail(event.target.value)}
-              className="mt-1 w-full rounded-lg border border-stone-300 px-3 py-2"
-              placeholder="you@example.com"
-            />
-          </div>
-          <div>
-            <label htmlFor="card" className="block text-sm font-medium">
-              Test card
-            </label>
-            <select
-              id="card"
-              name="card"
-              value={cardToken}
-              onChange={(event) => setCardToken(event.target.value)}
-              className="mt-1 w-full rounded-lg border border-stone-300 bg-white px-3 py-2"
+          ) : (
+            (pay.inDoubt || status === 'unknown') && (
+              <PaymentStatus.InDoubt
+                busy={busy}
+                onCheck={() => void pay.submit(pay.inDoubt?.payload ?? (pay.state.input as PlaceOrderInput))}
+                onStartOver={() => pay.reset()}
+              />
+            )
+          )}
+          <fieldset disabled={busy} className="mt-6 space-y-5">
+            <div>
+              <label htmlFor="email" className="block text-sm font-medium">
+                Email for the receipt
+              </label>
+              <input
+                id="email"
+                name="email"
+                type="email"
+                autoComplete="email"
+                required
+                value={email}
+                onChange={(event) => setEmail(event.target.value)}
+                className="mt-1 w-full rounded-lg border border-stone-300 px-3 py-2"
+                placeholder="you@example.com"
+              />
+            </div>
+            <div>
+              <label htmlFor="card" className="block text-sm font-medium">
+                Test card
+              </label>
+              <select
+                id="card"
+                name="card"
+                value={cardToken}
+                onChange={(event) => setCardToken(event.target.value)}
+                className="mt-1 w-full rounded-lg border border-stone-300 bg-white px-3 py-2"
+              >
+                {TEST_CARD_TOKENS.map((card) => (
+                  <option key={card.token} value={card.token}>
+                    {card.label} — {card.token}
+                  </option>
+                ))}
+              </select>
+              <p className="mt-1 text-xs text-stone-500">
+                Test mode: tokens stand in for card numbers, as in Stripe.
+              </p>
+            </div>
+          </fieldset>
+          {errorMessage && (
+            <p
+              role="alert"
+              data-testid="checkout-error"
+              className="mt-5 rounded-lg border border-red-200 bg-red-50 px-4 py-3 text-sm text-red-800"
             >
-              {TEST_CARD_TOKENS.map((card) => (
-                <option key={card.token} value={card.token}>
-                  {card.label} — {card.token}
-                </option>
-              ))}
-            </select>
-            <p className="mt-1 text-xs text-stone-500">
-              Test mode: tokens stand in for card numbers, as in Stripe.
+              {errorMessage}
             </p>
-          </div>
-        </fieldset>
-        {errorMessage && (
-          <p
-            role="alert"
-            data-testid="checkout-error"
-            className="mt-5 rounded-lg border border-red-200 bg-red-50 px-4 py-3 text-sm text-red-800"
+          )}
+          <button
+            type="submit"
+            disabled={busy || expired}
+            className="mt-6 w-full rounded-lg bg-brand-600 px-4 py-3 font-medium text-white hover:bg-brand-700 disabled:cursor-wait disabled:bg-stone-200 disabled:text-stone-700"
           >
-            {errorMessage}
+            <PaymentStatus.ButtonLabel
+              name={announcement.name}
+              state={pay.state}
+              total={formatMoney(subtotalCents, currency)}
+            />
+          </button>
+          {/* The progress in words, for the eye (the live region reads it); another tab's panel says it above. */}
+          <p
+            aria-hidden="true"
+            data-testid="payment-progress-shown"
+            className="mt-3 min-h-5 text-sm text-stone-700"
+          >
+            {announcement.name === 'in-other-tab' ? '' : announcement.progress}
           </p>
-        )}
-        <button
-          type="submit"
-          disabled={busy || expired}
-          className="mt-6 w-full rounded-lg bg-brand-600 px-4 py-3 font-medium text-white hover:bg-brand-700 disabled:cursor-wait disabled:bg-brand-600/60"
-        >
-          <PaymentStatus.ButtonLabel state={pay.state} total={formatMoney(subtotalCents, currency)} />
-        </button>
-        <p className="sr-only" role="status" data-testid="payment-status">
-          {announced}
-        </p>
-      </form>
-      <aside className="h-fit rounded-2xl border border-stone-200 bg-white p-6">
-        <h2 className="font-semibold">Order summary</h2>
-        <ul className="mt-4 space-y-2 text-sm">
-          {lines.map(({ product, quantity }) => (
-            <li key={product.sku} className="flex justify-between gap-4">
-              <span>
-                {quantity} × {product.name}
-              </span>
-              <span>{formatMoney(product.priceCents * quantity, product.currency)}</span>
-            </li>
-          ))}
-        </ul>
-        <p className="mt-4 flex justify-between border-t border-stone-200 pt-4 font-semibold">
-          <span>Total</span>
-          <span>{formatMoney(subtotalCents, currency)}</span>
-        </p>
-      </aside>
-    </div>
+          {/* The state's raw name, for scripts and tests: not shown, not announced. */}
+          <p hidden data-testid="payment-status">
+            {announced}
+          </p>
+        </form>
+        <aside className="h-fit rounded-2xl border border-stone-200 bg-white p-6">
+          <h2 className="font-semibold">Order summary</h2>
+          <ul className="mt-4 space-y-2 text-sm">
+            {summary.lines.map(({ product, quantity }) => (
+              <li key={product.sku} className="flex justify-between gap-4">
+                <span>
+                  {quantity} × {product.name}
+                </span>
+                <span>{formatMoney(product.priceCents * quantity, product.currency)}</span>
+              </li>
+            ))}
+          </ul>
+          <p className="mt-4 flex justify-between border-t border-stone-200 pt-4 font-semibold">
+            <span>Total</span>
+            <span>{formatMoney(summary.subtotalCents, summary.currency)}</span>
+          </p>
+        </aside>
+      </div>
+    </>
   );
 }
 

@@ -1,15 +1,18 @@
 import type { IdempotentMutationState } from '@idem/idempotency/react';
 import Link from 'next/link';
+import type { PaymentStateName } from './payment-announcement';
 
-/** What the Pay button says in each state of the payment. */
+/** What the Pay button says in each state of the payment (the live region under it says the rest). */
 function ButtonLabel({
+  name,
   state,
   total,
 }: {
+  name: PaymentStateName;
   state: IdempotentMutationState<unknown, unknown, unknown>;
   total: string;
 }) {
-  switch (state.status) {
+  switch (name) {
     case 'sending':
       return <>Processing payment…</>;
     case 'retrying':
@@ -18,9 +21,16 @@ function ButtonLabel({
           Connection problem — retrying ({state.attempt} of {state.maxAttempts})…
         </>
       );
+    case 'conflict':
+      return (
+        <>
+          Still processing — waiting ({state.attempt} of {state.maxAttempts})…
+        </>
+      );
     case 'succeeded':
-    case 'replayed':
       return <>Paid — opening your order…</>;
+    case 'replayed':
+      return <>Already paid — opening your order…</>;
     default:
       return <>Pay {total}</>;
   }
@@ -42,11 +52,10 @@ function InDoubt({
 }) {
   return (
     <div
-      role="alert"
       data-testid="payment-in-doubt"
       className="mt-4 rounded-lg border border-amber-300 bg-amber-50 p-4 text-sm"
     >
-      <p className="font-medium text-amber-900">We could not confirm your last payment.</p>
+      <p className="font-semibold text-amber-900">We could not confirm your last payment.</p>
       <p className="mt-1 text-amber-900">
         It may or may not have gone through. Checking is safe: you will never be charged twice for it.
       </p>
@@ -55,7 +64,7 @@ function InDoubt({
           type="button"
           disabled={busy}
           onClick={onCheck}
-          className="rounded-lg bg-amber-600 px-3 py-2 font-medium text-white hover:bg-amber-700 disabled:opacity-60"
+          className="rounded-lg bg-amber-700 px-3 py-2 font-medium text-white hover:bg-amber-800 disabled:opacity-60"
         >
           Check payment status
         </button>
@@ -90,11 +99,10 @@ function StillChecking({
 }) {
   return (
     <div
-      role="alert"
       data-testid="payment-still-checking"
       className="mt-4 rounded-lg border border-amber-300 bg-amber-50 p-4 text-sm"
     >
-      <p className="font-medium text-amber-900">This payment is still being checked.</p>
+      <p className="font-semibold text-amber-900">This payment is still being checked.</p>
       <p className="mt-1 text-amber-900">
         We could not match it with what we have on record yet. You will not be charged again from this page.
         Look at{' '}
@@ -117,7 +125,7 @@ function StillChecking({
           type="button"
           disabled={busy}
           onClick={onCheck}
-          className="rounded-lg bg-amber-600 px-3 py-2 font-medium text-white hover:bg-amber-700 disabled:opacity-60"
+          className="rounded-lg bg-amber-700 px-3 py-2 font-medium text-white hover:bg-amber-800 disabled:opacity-60"
         >
           Check again
         </button>
@@ -148,11 +156,10 @@ export type IntentOutcome =
 function Expired({ outcome, onStartOver }: { outcome: IntentOutcome; onStartOver: () => void }) {
   return (
     <div
-      role="alert"
       data-testid="payment-expired"
       className="mt-4 rounded-lg border border-amber-300 bg-amber-50 p-4 text-sm"
     >
-      <p className="font-medium text-amber-900">Your last payment attempt is too old to retry.</p>
+      <p className="font-semibold text-amber-900">Your last payment attempt is too old to retry.</p>
       {outcome.kind === 'checking' && (
         <p className="mt-1 text-amber-900">Checking what happened to your order…</p>
       )}
@@ -192,11 +199,10 @@ function Expired({ outcome, onStartOver }: { outcome: IntentOutcome; onStartOver
 function InOtherTab() {
   return (
     <div
-      role="status"
       data-testid="payment-in-other-tab"
       className="mt-4 rounded-lg border border-sky-300 bg-sky-50 p-4 text-sm"
     >
-      <p className="font-medium text-sky-900">This cart is being paid for in another tab.</p>
+      <p className="font-semibold text-sky-900">This cart is being paid for in another tab.</p>
       <p className="mt-1 text-sky-900">
         Wait for it to finish: this page follows it, and you will be charged once.
       </p>
@@ -204,4 +210,8 @@ function InOtherTab() {
   );
 }
 
+/**
+ * The panels show the states that need the customer, in words (not colour alone). None is a live region: the
+ * checkout's two live regions announce every state once (`announcePayment`).
+ */
 export const PaymentStatus = { ButtonLabel, InDoubt, StillChecking, Expired, InOtherTab };
