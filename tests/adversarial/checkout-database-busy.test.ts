@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
 import { placeOrder } from '~/server/services/place-order';
 import {
+  afterOrderLookup,
   productWithStock,
   type RunningProvider,
   startCheckoutWorld,
@@ -37,33 +38,21 @@ afterAll(async () => {
 function poolTakenAfterTheRead(pool: Database, seconds: number) {
   let holder: Promise<unknown> = Promise.resolve();
   let taken = false;
-  const order = new Proxy(pool.order, {
-    get(target, property, receiver) {
-      if (property !== 'findUnique') return Reflect.get(target, property, receiver);
-      return async (...args: Parameters<typeof pool.order.findUnique>) => {
-        const found = await target.findUnique(...args);
-        if (!taken) {
-          taken = true;
-          let holding: () => void = () => {};
-          const held = new Promise<void>((resolve) => {
-            holding = resolve;
-          });
-          holder = pool.$transaction(
-            async (tx) => {
-              holding(); // inside the transaction: the only connection is the holder's
-              await tx.$executeRaw`select pg_sleep(${seconds})`;
-            },
-            { timeout: 20_000 },
-          );
-          await held;
-        }
-        return found;
-      };
-    },
-  });
-  const busy = new Proxy(pool, {
-    get: (target, property, receiver) =>
-      property === 'order' ? order : Reflect.get(target, property, receiver),
+  const busy = afterOrderLookup(pool, async () => {
+    if (taken) return;
+    taken = true;
+    let holding: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      holding = resolve;
+    });
+    holder = pool.$transaction(
+      async (tx) => {
+        holding(); // inside the transaction: the only connection is the holder's
+        await tx.$executeRaw`select pg_sleep(${seconds})`;
+      },
+      { timeout: 20_000 },
+    );
+    await held;
   });
   return { busy, released: () => holder };
 }

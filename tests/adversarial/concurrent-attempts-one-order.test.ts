@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
 import { placeOrder } from '~/server/services/place-order';
 import {
+  afterOrderLookup,
   productWithStock,
   type RunningProvider,
   startCheckoutWorld,
@@ -38,23 +39,11 @@ function databaseWhereAttemptsRead(readers: number) {
   const allRead = new Promise<void>((resolve) => {
     release = resolve;
   });
-  const order = new Proxy(db.order, {
-    get(target, property, receiver) {
-      if (property !== 'findUnique') return Reflect.get(target, property, receiver);
-      return async (...args: Parameters<typeof db.order.findUnique>) => {
-        const found = await target.findUnique(...args);
-        if (arrived < readers) {
-          arrived += 1;
-          if (arrived === readers) release();
-          await allRead;
-        }
-        return found;
-      };
-    },
-  });
-  const racing = new Proxy(db, {
-    get: (target, property, receiver) =>
-      property === 'order' ? order : Reflect.get(target, property, receiver),
+  const racing = afterOrderLookup(db, async () => {
+    if (arrived >= readers) return;
+    arrived += 1;
+    if (arrived === readers) release();
+    await allRead;
   });
   return { racing, readsBeforeAnyInsert: () => arrived };
 }

@@ -101,3 +101,27 @@ export async function caught(promise: Promise<unknown>): Promise<TRPCError> {
 }
 
 export const reason = (error: TRPCError) => reasonOf(error);
+
+/**
+ * `database` itself, except that every `order.findUnique` runs `afterRead` once its answer is in — the hook a test
+ * uses to force an interleaving right after the checkout looked its order up (nothing in the app is changed).
+ */
+export function afterOrderLookup<TDatabase extends typeof db>(
+  database: TDatabase,
+  afterRead: () => Promise<void>,
+): TDatabase {
+  const order = new Proxy(database.order, {
+    get(target, property, receiver) {
+      if (property !== 'findUnique') return Reflect.get(target, property, receiver);
+      return async (...args: Parameters<typeof database.order.findUnique>) => {
+        const found = await target.findUnique(...args);
+        await afterRead();
+        return found;
+      };
+    },
+  });
+  return new Proxy(database, {
+    get: (target, property, receiver) =>
+      property === 'order' ? order : Reflect.get(target, property, receiver),
+  });
+}
