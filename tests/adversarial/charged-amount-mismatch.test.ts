@@ -5,20 +5,21 @@
  * the order is paid — and shipped — for 1 cent.
  */
 import { createProviderClient, type PaymentProvider, ProviderUnavailableError } from '@idem/payments';
-import { type Logger, reconcilePendingOrders } from '@idem/worker';
+import { reconcilePendingOrders } from '@idem/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
 import {
   ageOrdersOf,
+  aliceCart,
   aliceRequest,
   productWithStock,
+  quietLogger,
   type RunningProvider,
   startCheckoutWorld,
 } from './support/checkout.ts';
 
 let provider: RunningProvider;
 let client: PaymentProvider;
-const quiet: Logger = { info: () => {}, error: () => {} };
 
 beforeAll(async () => {
   ({ provider, client } = await startCheckoutWorld());
@@ -55,7 +56,7 @@ const amountBlind = (real: PaymentProvider): PaymentProvider => ({
 
 async function checkoutThrough(via: PaymentProvider) {
   const sku = await productWithStock(5);
-  const input = { items: [{ sku, quantity: 2 }], email: 'alice@example.com', cardToken: 'tok_visa' };
+  const input = aliceCart(sku, 2);
   const answer = await aliceRequest(crypto.randomUUID(), via)
     .checkout.placeOrder(input)
     .then(
@@ -93,7 +94,7 @@ describe('a charge of another amount than the order’s', () => {
       db,
       provider: onlyThisOrder,
       enqueueFulfilment: async () => {},
-      log: quiet,
+      log: quietLogger,
     });
     expect(summary.anomalies).toBe(1);
     const flagged = await db.order.findUniqueOrThrow({ where: { id: order.id } });

@@ -14,6 +14,7 @@ import { db } from '~/server/db';
 import { placeOrder } from '~/server/services/place-order';
 import {
   afterOrderLookup,
+  aliceCart,
   productWithStock,
   type RunningProvider,
   startCheckoutWorld,
@@ -63,7 +64,7 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
     const request = {
       principalId: 'user:busy-test',
       orderId: crypto.randomUUID(),
-      input: { items: [{ sku, quantity: 2 }], email: 'alice@example.com', cardToken: 'tok_visa' },
+      input: aliceCart(sku, 2),
     };
     // Busy for longer than the checkout waits for a connection (10 s).
     const { busy, released } = poolTakenAfterTheRead(onePool, 12);
@@ -89,7 +90,7 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
     const request = {
       principalId: 'user:busy-test',
       orderId: crypto.randomUUID(),
-      input: { items: [{ sku, quantity: 2 }], email: 'alice@example.com', cardToken: 'tok_visa' },
+      input: aliceCart(sku, 2),
     };
     const { busy, released } = poolTakenAfterTheRead(onePool, 3);
     const placed = await placeOrder({ db: busy, provider: client }, request);

@@ -12,6 +12,7 @@ import { db } from '~/server/db';
 import { placeOrder } from '~/server/services/place-order';
 import {
   afterOrderLookup,
+  aliceCart,
   productWithStock,
   type RunningProvider,
   startCheckoutWorld,
@@ -54,7 +55,7 @@ describe('two attempts of one intent reserve at the same moment', () => {
     const request = {
       principalId: 'user:race-test',
       orderId: crypto.randomUUID(),
-      input: { items: [{ sku, quantity: 2 }], email: 'alice@example.com', cardToken: 'tok_visa' },
+      input: aliceCart(sku, 2),
     };
     const { racing, readsBeforeAnyInsert } = databaseWhereAttemptsRead(2);
     const deps = { db: racing, provider: client };

@@ -5,14 +5,16 @@
  * Y's charge, which has X's amount and currency.
  */
 import { createProviderClient, type PaymentProvider, ProviderUnavailableError } from '@idem/payments';
-import { type Logger, reconcilePendingOrders } from '@idem/worker';
+import { reconcilePendingOrders } from '@idem/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
 import {
   ageOrdersOf,
+  aliceCart,
   aliceRequest,
   caught,
   productWithStock,
+  quietLogger,
   type RunningProvider,
   setKnobs,
   startCheckoutWorld,
@@ -21,7 +23,6 @@ import {
 
 let provider: RunningProvider;
 let client: PaymentProvider;
-const quiet: Logger = { info: () => {}, error: () => {} };
 
 beforeAll(async () => {
   ({ provider, client } = await startCheckoutWorld());
@@ -33,7 +34,7 @@ afterAll(async () => {
 /** A paid order Y and a pending order X of the same cart (same amount), each under its own key. */
 async function paidAndPendingOrders() {
   const sku = await productWithStock(5);
-  const input = { items: [{ sku, quantity: 2 }], email: 'alice@example.com', cardToken: 'tok_visa' };
+  const input = aliceCart(sku, 2);
   const paid = await aliceRequest(crypto.randomUUID(), client).checkout.placeOrder(input);
   expect(paid.status).toBe('paid');
   const pendingKey = crypto.randomUUID();
@@ -110,7 +111,7 @@ describe('a charge list that holds another order’s charge', () => {
       enqueueFulfilment: async (orderId) => {
         fulfilments.push(orderId);
       },
-      log: quiet,
+      log: quietLogger,
     });
     expect(summary.unavailable).toBeGreaterThanOrEqual(1);
     expect((await db.order.findUniqueOrThrow({ where: { id: pendingId } })).status).toBe('pending');

@@ -9,6 +9,7 @@ import { createProviderClient, type PaymentProvider, ProviderUnavailableError } 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
 import {
+  aliceCart,
   aliceRequest,
   caught,
   productWithStock,
@@ -100,7 +101,7 @@ async function checkoutThrough(
 ) {
   const sku = await productWithStock(5);
   const key = crypto.randomUUID();
-  const input = { items: [{ sku, quantity: 2 }], email: 'alice@example.com', cardToken: 'tok_visa' };
+  const input = aliceCart(sku, 2);
   const first = await caught(aliceRequest(key, as(through(gateway))).checkout.placeOrder(input));
   const order = await db.order.findFirstOrThrow({ where: { items: { some: { sku } } } });
   return { sku, key, input, first, order };

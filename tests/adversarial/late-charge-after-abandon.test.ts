@@ -12,14 +12,16 @@ import {
   ProviderUnavailableError,
   type RefundingPaymentProvider,
 } from '@idem/payments';
-import { type Logger, reconcilePendingOrders, runReconcile } from '@idem/worker';
+import { reconcilePendingOrders, runReconcile } from '@idem/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
 import {
   ageOrdersOf,
+  aliceCart,
   aliceRequest,
   caught,
   productWithStock,
+  quietLogger,
   type RunningProvider,
   reason,
   setKnobs,
@@ -29,7 +31,6 @@ import {
 
 let provider: RunningProvider;
 let client: RefundingPaymentProvider;
-const quiet: Logger = { info: () => {}, error: () => {} };
 
 beforeAll(async () => {
   ({ provider, client } = await startCheckoutWorld());
@@ -48,13 +49,18 @@ const onlyOurs: RefundingPaymentProvider = {
     return client.listCharges(orderId);
   },
 };
-const reconcilerDeps = () => ({ db, provider: onlyOurs, enqueueFulfilment: async () => {}, log: quiet });
+const reconcilerDeps = () => ({
+  db,
+  provider: onlyOurs,
+  enqueueFulfilment: async () => {},
+  log: quietLogger,
+});
 
 /** A checkout left pending by a provider outage (503): 2 of the product's 5 units reserved. */
 async function pendingOrder() {
   const sku = await productWithStock(5);
   const key = crypto.randomUUID();
-  const input = { items: [{ sku, quantity: 2 }], email: 'alice@example.com', cardToken: 'tok_visa' };
+  const input = aliceCart(sku, 2);
   await setKnobs(provider, { failNext: 1 });
   expect((await caught(aliceRequest(key, client).checkout.placeOrder(input))).code).toBe(
     'SERVICE_UNAVAILABLE',

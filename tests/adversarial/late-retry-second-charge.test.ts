@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
 import {
   ageKeysPastRetention,
+  aliceCart,
   aliceRequest,
   caught,
   productWithStock,
@@ -36,7 +37,7 @@ const withoutLookup = (real: PaymentProvider): PaymentProvider => ({
 async function lostChargeThenLateRetry(via: PaymentProvider) {
   const sku = await productWithStock(5);
   const key = crypto.randomUUID();
-  const input = { items: [{ sku, quantity: 1 }], email: 'alice@example.com', cardToken: 'tok_visa' };
+  const input = aliceCart(sku, 1);
 
   await setKnobs(provider, { dropResponseNext: 1 });
   const lost = await caught(aliceRequest(key, via).checkout.placeOrder(input));

@@ -5,7 +5,7 @@
  */
 import type { PaymentProvider } from '@idem/payments';
 import { beginChargeAttempt } from '@idem/payments';
-import { type Logger, type ReconcileDeps, reconcilePendingOrders } from '@idem/worker';
+import { type ReconcileDeps, reconcilePendingOrders } from '@idem/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
 import {
@@ -14,6 +14,7 @@ import {
   aliceRequest,
   caught,
   productWithStock,
+  quietLogger,
   type RunningProvider,
   reason,
   setKnobs,
@@ -24,7 +25,6 @@ import {
 
 let provider: RunningProvider;
 let client: PaymentProvider;
-const quiet: Logger = { info: () => {}, error: () => {} };
 
 beforeAll(async () => {
   ({ provider, client } = await startCheckoutWorld());
@@ -41,7 +41,7 @@ function reconcilerDeps(via: PaymentProvider = client) {
     enqueueFulfilment: async (orderId) => {
       fulfilments.push(orderId);
     },
-    log: quiet,
+    log: quietLogger,
   };
   return { deps, fulfilments };
 }

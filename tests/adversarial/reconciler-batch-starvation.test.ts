@@ -11,10 +11,11 @@ import { type Logger, reconcilePendingOrders } from '@idem/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPrivateDatabase, type PrivateDatabase } from '../../apps/web/test/helpers/private-database.ts';
 
+const quiet: Logger = { info: () => {}, error: () => {} };
+
 let database: PrivateDatabase;
 let provider: Awaited<ReturnType<typeof startProvider>>;
 let client: RefundingPaymentProvider;
-const quiet: Logger = { info: () => {}, error: () => {} };
 
 beforeAll(async () => {
   database = await createPrivateDatabase('idem_reconcile_batch');

@@ -9,14 +9,16 @@ import {
   ProviderUnavailableError,
   type RefundingPaymentProvider,
 } from '@idem/payments';
-import { type Logger, type ReconcileDeps, reconcilePendingOrders } from '@idem/worker';
+import { type ReconcileDeps, reconcilePendingOrders } from '@idem/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
 import {
   ageOrdersOf,
+  aliceCart,
   aliceRequest,
   caught,
   productWithStock,
+  quietLogger,
   type RunningProvider,
   setKnobs,
   startCheckoutWorld,
@@ -24,7 +26,6 @@ import {
 
 let provider: RunningProvider;
 let client: RefundingPaymentProvider;
-const quiet: Logger = { info: () => {}, error: () => {} };
 
 beforeAll(async () => {
   ({ provider, client } = await startCheckoutWorld());
@@ -36,7 +37,7 @@ afterAll(async () => {
 /** A pending order whose lost charge has been refunded at the provider, aged past the reconciler's wait. */
 async function pendingOrderWithRefundedCharge() {
   const sku = await productWithStock(5);
-  const input = { items: [{ sku, quantity: 2 }], email: 'alice@example.com', cardToken: 'tok_visa' };
+  const input = aliceCart(sku, 2);
   await setKnobs(provider, { dropResponseNext: 1 });
   await caught(aliceRequest(crypto.randomUUID(), client).checkout.placeOrder(input));
   const order = await db.order.findFirstOrThrow({ where: { items: { some: { sku } } } });
@@ -63,7 +64,7 @@ function reconcilerFor(orderId: string, via: PaymentProvider) {
     enqueueFulfilment: async (id) => {
       fulfilments.push(id);
     },
-    log: quiet,
+    log: quietLogger,
   };
   return { deps, fulfilments };
 }

@@ -10,15 +10,17 @@
 lock 0 to 400 ms later.
  */
 import { type PaymentProvider, ProviderUnavailableError } from '@idem/payments';
-import { type Logger, reconcilePendingOrders } from '@idem/worker';
+import { reconcilePendingOrders } from '@idem/worker';
 import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '~/server/db';
 import {
   ageOrdersOf,
+  aliceCart,
   aliceRequest,
   caught,
   productWithStock,
+  quietLogger,
   type RunningProvider,
   reason,
   setKnobs,
@@ -29,7 +31,6 @@ import {
 
 let provider: RunningProvider;
 let client: PaymentProvider;
-const quiet: Logger = { info: () => {}, error: () => {} };
 
 beforeAll(async () => {
   ({ provider, client } = await startCheckoutWorld());
@@ -41,7 +42,7 @@ afterAll(async () => {
 async function raceOnce(delayMs: number) {
   const sku = await productWithStock(5);
   const key = crypto.randomUUID();
-  const input = { items: [{ sku, quantity: 2 }], email: 'alice@example.com', cardToken: 'tok_visa' };
+  const input = aliceCart(sku, 2);
   await setKnobs(provider, { failNext: 1 });
   expect((await caught(aliceRequest(key, client).checkout.placeOrder(input))).code).toBe(
     'SERVICE_UNAVAILABLE',
@@ -70,7 +71,7 @@ async function raceOnce(delayMs: number) {
     db,
     provider: reconcilerView,
     enqueueFulfilment: async () => {},
-    log: quiet,
+    log: quietLogger,
   });
   const answer = await retry;
   const settled = await db.order.findUniqueOrThrow({ where: { id: order.id } });

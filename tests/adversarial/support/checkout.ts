@@ -8,6 +8,7 @@ import { seedDatabase } from '@idem/dev-db/seed';
 import { demoUsers } from '@idem/dev-db/seed-data';
 import { createProviderClient, type PaymentProvider } from '@idem/payments';
 import { startProvider } from '@idem/provider';
+import type { Logger } from '@idem/worker';
 import { TRPCError } from '@trpc/server';
 import { expect } from 'vitest';
 import { db } from '~/server/db';
@@ -125,3 +126,13 @@ export function afterOrderLookup<TDatabase extends typeof db>(
       property === 'order' ? order : Reflect.get(target, property, receiver),
   });
 }
+
+/** Alice's checkout of `quantity` × `sku` with a card that succeeds. */
+export const aliceCart = (sku: string, quantity = 2) => ({
+  items: [{ sku, quantity }],
+  email: 'alice@example.com',
+  cardToken: 'tok_visa',
+});
+
+/** A reconciler logger that keeps the test output readable. */
+export const quietLogger: Logger = { info: () => {}, error: () => {} };
