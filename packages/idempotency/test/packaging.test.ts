@@ -38,8 +38,8 @@ const subpaths = Object.keys(workspaceManifest.exports).filter((subpath) => subp
 
 /**
  * The peers each subpath may reach, transitively. Exact, so that a new import of a peer is a decision made
- * here (and in the README's table), not an accident. `./prisma` is structural: it imports no Prisma module
- * and declares `@prisma/client` only for the versions it is tested with. `./testing` is not listed: it may
+ * here (and in the README's table), not an accident. `./prisma` and `./sqlite` are structural: they import no
+ * Prisma module, and the package declares `@prisma/client` only for the versions it is tested with. `./testing` is not listed: it may
  * use any declared peer.
  */
 const expectedPeersBySubpath: Record<string, string[]> = {
@@ -48,6 +48,7 @@ const expectedPeersBySubpath: Record<string, string[]> = {
   './react': ['@tanstack/react-query', 'react'],
   './trpc': ['@trpc/server'],
   './prisma': [],
+  './sqlite': [],
 };
 /** Browser bundles: no `node:*` module may be reachable from these. */
 const browserSubpaths = ['./client', './react'];
@@ -146,7 +147,7 @@ afterAll(async () => {
 
 describe('the packed package', () => {
   it('exports the same subpaths as the workspace: source in the workspace, dist in the tarball', () => {
-    expect(subpaths).toEqual(['.', './client', './react', './trpc', './prisma', './testing']);
+    expect(subpaths).toEqual(['.', './client', './react', './trpc', './prisma', './sqlite', './testing']);
     expect(Object.keys(packed.exports)).toEqual(Object.keys(workspaceManifest.exports));
     for (const subpath of subpaths) {
       expect(workspaceManifest.exports[subpath]).toMatch(/^\.\/src\/.+\.ts$/);

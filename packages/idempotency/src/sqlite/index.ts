@@ -1,0 +1,14 @@
+/**
+ * @idem/idempotency/sqlite — the key table on SQLite through any Prisma 7 client on Prisma's better-sqlite3
+ * adapter: the store the tRPC adapter claims with, and the table's schema (DDL and Prisma model).
+ */
+
+export { cleanupExpiredKeys, type CleanupResult } from '../prisma/cleanup.ts';
+export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../prisma/client.ts';
+export { type SqliteIdempotencyKeysSchema, sqliteIdempotencyKeysSchema } from './schema.ts';
+export { DEFAULT_SQLITE_IDEMPOTENCY_TABLE } from './sql.ts';
+export {
+  createSqliteIdempotencyStore,
+  SqliteIdempotencyTableMissingError,
+  type SqliteStoreOptions,
+} from './store.ts';

@@ -1,0 +1,87 @@
+/** SQL helpers of the SQLite store: the clock, the quoting rule and the error tests. */
+
+/** The table the SQLite store and schema use unless told otherwise. */
+export const DEFAULT_SQLITE_IDEMPOTENCY_TABLE = 'idempotency_keys';
+
+const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** `name` as a quoted SQL identifier; anything else is refused (it is spliced into SQL). */
+export function quoteSqliteTable(name: string): string {
+  if (!TABLE_NAME.test(name)) throw new Error(`Invalid table name: ${name}`);
+  return `"${name}"`;
+}
+
+const TIME_FORMAT = `'%Y-%m-%dT%H:%M:%f+00:00'`;
+
+/**
+ * SQLite's clock, never the app's: `'now'` is read once per statement step (every use in one statement sees the
+ * same instant) with millisecond resolution (`%f` = SS.SSS), as UTC ISO-8601 text.
+ */
+export const SQLITE_NOW = `strftime(${TIME_FORMAT}, 'now')`;
+
+/** SQLite's clock plus the seconds bound to `param` (a number; fractions kept to the millisecond). */
+export function sqliteNowPlus(param: string): string {
+  return `strftime(${TIME_FORMAT}, 'now', printf('%+.3f seconds', ${param}))`;
+}
+
+interface ErrorLike {
+  code?: unknown;
+  originalCode?: unknown;
+  message?: unknown;
+  originalMessage?: unknown;
+  cause?: unknown;
+  meta?: unknown;
+}
+
+/** Walks an error's chain as Prisma wraps driver errors (cause, meta.driverAdapterError), calling `test`. */
+function someInChain(error: unknown, test: (candidate: ErrorLike) => boolean): boolean {
+  const seen = new Set<unknown>();
+  let current: unknown = error;
+  while (current && typeof current === 'object' && !seen.has(current)) {
+    seen.add(current);
+    const candidate = current as ErrorLike;
+    if (test(candidate)) return true;
+    current = candidate.cause ?? (candidate.meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError;
+  }
+  return false;
+}
+
+const text = (value: unknown) => (typeof value === 'string' ? value : '');
+
+/**
+ * SQLITE_BUSY (and its extended codes, e.g. SQLITE_BUSY_SNAPSHOT): another connection held the write lock past
+ * `busy_timeout`, or a read transaction could not be upgraded to a write one.
+ */
+export function isSqliteBusy(error: unknown): boolean {
+  return someInChain(
+    error,
+    (candidate) =>
+      text(candidate.code).startsWith('SQLITE_BUSY') ||
+      text(candidate.originalCode).startsWith('SQLITE_BUSY') ||
+      /database is locked/i.test(text(candidate.message)) ||
+      /database is locked/i.test(text(candidate.originalMessage)),
+  );
+}
+
+/**
+ * Prisma's P2028 for an interactive transaction that could not start within `maxWait`: with SQLite's one
+ * connection per client, that is waiting for this process's current writer (the in-process lock wait).
+ */
+export function isTransactionStartTimeout(error: unknown): boolean {
+  return someInChain(
+    error,
+    (candidate) =>
+      candidate.code === 'P2028' && /unable to start a transaction in the given time/i.test(text(candidate.message)),
+  );
+}
+
+/** "no such table: <name>" from SQLite, through Prisma's wrapping. */
+export function isSqliteMissingTable(error: unknown): boolean {
+  return someInChain(
+    error,
+    (candidate) =>
+      /no such table/i.test(text(candidate.message)) ||
+      /no such table/i.test(text(candidate.originalMessage)) ||
+      (candidate as { kind?: unknown }).kind === 'TableDoesNotExist',
+  );
+}

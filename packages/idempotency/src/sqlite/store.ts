@@ -1,0 +1,284 @@
+/**
+ * The SQLite key table through any Prisma 7 client on Prisma's better-sqlite3 adapter (provider "sqlite"): the
+ * same contract as the Postgres store — claim, run once, complete or release fenced by the lease owner, takeover
+ * of an expired key or a dead lease, the per-principal in-flight cap — with times from SQLite's clock.
+ *
+ * Why the claim is atomic: SQLite has ONE writer at a time per database file. The claim's first statement is an
+ * INSERT on the primary key (scope, procedure, key), which takes the database's write lock before it looks at the
+ * key, and the claim's later statements (the takeover UPDATE, the read of the live row) run in the same
+ * transaction under that same lock: no other connection, in this process or another, can insert, take over or
+ * complete the key in between. Every decision is still one statement whose WHERE re-checks the rule (never a read
+ * whose answer a later write trusts).
+ *
+ * Why every statement runs in a transaction: the adapter has one connection per client, and a query sent outside
+ * a transaction while another request's interactive transaction is open runs on that connection INSIDE that
+ * transaction (and is rolled back with it). So the store sends nothing outside a transaction: its own short ones
+ * wait for the adapter's connection lock like any transaction.
+ *
+ * "Lock timeout": a statement that needs the write lock while another connection holds it waits up to the
+ * connection's `busy_timeout` (better-sqlite3's `timeout` option, default 5 000 ms), then fails with SQLITE_BUSY;
+ * a transaction of this process waits up to `lockTimeoutMs` for the client's connection (Prisma's `maxWait`, then
+ * P2028). Both are `isLockTimeout` → 409 + Retry-After: the key's first request still holds the one writer.
+ */
+
+import { IdempotencyStoreSetupError, tooManyInFlightError } from '../core/errors.ts';
+import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
+import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
+import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../prisma/client.ts';
+import {
+  DEFAULT_SQLITE_IDEMPOTENCY_TABLE,
+  isSqliteBusy,
+  isSqliteMissingTable,
+  isTransactionStartTimeout,
+  quoteSqliteTable,
+  SQLITE_NOW,
+  sqliteNowPlus,
+} from './sql.ts';
+
+export interface SqliteStoreOptions {
+  /** The table (see `sqliteIdempotencyKeysSchema()`). Default `idempotency_keys`. */
+  table?: string;
+  /** External mode renews the owner's lease while its procedure runs. Default true (`false`: tests only). */
+  leaseRenewal?: boolean;
+  /**
+   * How long the store's own short transactions (external-mode claims, completions, reads, cleanup) wait for
+   * this client's connection while another transaction of this process holds it. Default 5 000 ms.
+   */
+  connectionWaitMs?: number;
+}
+
+export class SqliteIdempotencyTableMissingError extends IdempotencyStoreSetupError {
+  override readonly name = 'SqliteIdempotencyTableMissingError';
+  constructor(
+    readonly table: string,
+    options: { cause: unknown },
+  ) {
+    super(
+      `The idempotency table ${table} does not exist in this SQLite database. Create it: add ` +
+        '`sqliteIdempotencyKeysSchema().prismaModel` to a schema.prisma whose provider is "sqlite" and run ' +
+        '`prisma migrate dev`, or run each of `sqliteIdempotencyKeysSchema().statements`.',
+      options,
+    );
+  }
+}
+
+/** A row as the adapter returns it: integers may come back as bigint, times as Date. */
+interface RecordRow {
+  scope: string;
+  procedure: string;
+  key: string;
+  fingerprint: string;
+  state: string;
+  response: string | null;
+  lease_owner: string | null;
+  lease_active: number | bigint | boolean | null;
+  created_at: Date | string;
+  expires_at: Date | string;
+  replay_count: number | bigint;
+}
+
+type ClaimRow = RecordRow & { reclaimable_expired: number | bigint; reclaimable_dead_lease: number | bigint };
+
+export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
+  db: TClient,
+  options: SqliteStoreOptions = {},
+): IdempotencyStore<PrismaTransactionLike<TClient>> {
+  const tableName = options.table ?? DEFAULT_SQLITE_IDEMPOTENCY_TABLE;
+  const table = quoteSqliteTable(tableName);
+  const connectionWaitMs = options.connectionWaitMs ?? 5_000;
+  const NOW = SQLITE_NOW;
+  const where = 'scope = ?1 and procedure = ?2 and key = ?3';
+  const keyParams = (key: RecordKey) => [key.scope, key.procedure, key.key];
+
+  /** Runs `fn` in a short transaction of the store's own (see the file comment: never outside one). */
+  function own<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    return db.$transaction((tx) => fn(tx as SqlExecutor), {
+      maxWait: connectionWaitMs,
+      timeout: connectionWaitMs + 10_000,
+    });
+  }
+  function explained<T>(fn: () => Promise<T>): Promise<T> {
+    return fn().catch((error: unknown) => {
+      if (isSqliteMissingTable(error)) throw new SqliteIdempotencyTableMissingError(tableName, { cause: error });
+      throw error;
+    });
+  }
+
+  // Same rules as the Postgres store: an expired row may be reused by any request unless its lease is still live
+  // (a request still running past its retention); a dead lease may be taken over by the same request only.
+  const expiredRow = `(expires_at <= ${NOW} and not (state = 'processing' and locked_until > ${NOW}))`;
+  const deadLeaseSameRequest = `(state = 'processing' and locked_until <= ${NOW} and fingerprint = ?4)`;
+  const leaseActive = `coalesce(locked_until > ${NOW}, 0)`;
+  const recordColumns = `scope, procedure, key, fingerprint, state, response, lease_owner,
+    ${leaseActive} as lease_active, created_at, expires_at, replay_count`;
+
+  async function claimOn(on: SqlExecutor, request: ClaimRequest): Promise<ClaimResult> {
+    const cap = request.inFlightCap && Number.isFinite(request.inFlightCap.max) ? request.inFlightCap : null;
+    const response = request.response ?? null;
+    // ?1–?3 the key, ?4 the fingerprint, ?5 the retention, then the variant's own parameters.
+    const values: unknown[] = [...keyParams(request), request.fingerprint, request.retentionSeconds];
+    const param = (value: unknown) => `?${values.push(value)}`;
+    const [state, responseSql, httpStatus, leaseOwner, lockedUntil] = response
+      ? [`'completed'`, param(JSON.stringify(response)), param(response.httpStatus), 'null', 'null']
+      : [`'processing'`, 'null', 'null', param(request.owner), sqliteNowPlus(param(request.leaseSeconds))];
+    const capSql = cap ? param(cap.max) : '';
+    // Exact under the write lock (one writer: no concurrent claim is uncounted). Transactional claims commit
+    // completed, so only external-mode keys are ever counted, as with Postgres.
+    const underCap = cap
+      ? `(select count(*) from (select 1 from ${table} where scope = ?1 and state = 'processing'
+           and locked_until > ${NOW} limit ${capSql})) < ${capSql}`
+      : '1';
+    const expires = sqliteNowPlus('?5');
+
+    // 1. The claim: the unique key decides. This INSERT takes the write lock first (even when it inserts nothing),
+    //    so what follows in this transaction sees the key as no other writer can change it.
+    const inserted = await on.$queryRawUnsafe<unknown[]>(
+      `insert into ${table}
+         (scope, procedure, key, fingerprint, state, response, http_status, lease_owner, locked_until,
+          created_at, expires_at, replay_count)
+       select ?1, ?2, ?3, ?4, ${state}, ${responseSql}, ${httpStatus}, ${leaseOwner}, ${lockedUntil},
+              ${NOW}, ${expires}, 0
+       where ${underCap}
+       on conflict (scope, procedure, key) do nothing
+       returning 1 as inserted`,
+      ...values,
+    );
+    if (inserted.length > 0) return { claimed: true, takeover: false };
+
+    // 2. The key exists (or the cap refused a new one): take it over if the rule allows, re-checked by the UPDATE.
+    const takenOver = await on.$queryRawUnsafe<unknown[]>(
+      `update ${table} set
+         fingerprint = ?4, state = ${state}, response = ${responseSql}, http_status = ${httpStatus},
+         lease_owner = ${leaseOwner}, locked_until = ${lockedUntil}, created_at = ${NOW}, expires_at = ${expires},
+         replay_count = case when expires_at <= ${NOW} then 0 else replay_count end
+       where ${where} and ((${expiredRow} and ${underCap}) or ${deadLeaseSameRequest})
+       returning 1 as updated`,
+      ...values,
+    );
+    if (takenOver.length > 0) return { claimed: true, takeover: true };
+
+    // 3. Live (or refused by the cap): read it under the same lock.
+    const [row] = await on.$queryRawUnsafe<ClaimRow[]>(
+      `select ${recordColumns}, ${expiredRow} as reclaimable_expired,
+              ${deadLeaseSameRequest} as reclaimable_dead_lease
+       from ${table} where ${where}`,
+      ...values.slice(0, 4),
+    );
+    // No row, or an expired one nobody holds: a new key the cap refused.
+    if (cap && (!row || truthy(row.reclaimable_expired)))
+      throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
+    if (!row) throw new Error(`claim of ${tableName} found no row and no cap: the INSERT should have inserted`);
+    return { claimed: false, record: toRecord(row) };
+  }
+
+  async function renewLease(key: RecordKey, owner: string, leaseSeconds: number): Promise<boolean> {
+    const count = await own((tx) =>
+      tx.$executeRawUnsafe(
+        `update ${table} set locked_until = ${sqliteNowPlus('?5')}
+         where ${where} and lease_owner = ?4 and state = 'processing'`,
+        ...keyParams(key),
+        owner,
+        leaseSeconds,
+      ),
+    );
+    return Number(count) === 1;
+  }
+
+  const complete = (on: SqlExecutor, key: RecordKey, owner: string, response: StoredResponse) =>
+    on.$executeRawUnsafe(
+      `update ${table} set state = 'completed', response = ?5, http_status = ?6,
+         lease_owner = null, locked_until = null
+       where ${where} and lease_owner = ?4 and state = 'processing'`,
+      ...keyParams(key),
+      owner,
+      JSON.stringify(response),
+      response.httpStatus,
+    );
+
+  const find = async (on: SqlExecutor, key: RecordKey): Promise<IdempotencyRecord | null> => {
+    const [row] = await on.$queryRawUnsafe<RecordRow[]>(
+      `select ${recordColumns} from ${table} where ${where}`,
+      ...keyParams(key),
+    );
+    return row ? toRecord(row) : null;
+  };
+
+  return {
+    claim: (request, tx) =>
+      explained(() => (tx ? claimOn(tx, request) : own((own) => claimOn(own, request)))),
+    ...(options.leaseRenewal === false ? {} : { renewLease }),
+
+    async complete(key, owner, response, tx?: SqlExecutor) {
+      const count = await (tx ? complete(tx, key, owner, response) : own((own) => complete(own, key, owner, response)));
+      return Number(count) === 1;
+    },
+
+    async release(key, owner) {
+      const count = await own((tx) =>
+        tx.$executeRawUnsafe(
+          `delete from ${table} where ${where} and lease_owner = ?4 and state = 'processing'`,
+          ...keyParams(key),
+          owner,
+        ),
+      );
+      return Number(count) === 1;
+    },
+
+    find: (key) => own((tx) => find(tx, key)),
+
+    async countReplay(key) {
+      await own((tx) =>
+        tx.$executeRawUnsafe(`update ${table} set replay_count = replay_count + 1 where ${where}`, ...keyParams(key)),
+      );
+    },
+
+    transaction<T>(fn: (tx: PrismaTransactionLike<TClient>) => Promise<T>, options: TransactionOptions) {
+      // Deferred (Prisma's BEGIN): the handler's first statement in it is the claim's INSERT, a write, so the
+      // transaction takes the write lock at once, waiting up to busy_timeout — it never reads first and then
+      // has to upgrade (an upgrade that meets another writer fails at once with SQLITE_BUSY, busy_timeout or
+      // not). maxWait bounds the wait for this client's one connection: the in-process side of the lock wait.
+      return db.$transaction(fn, {
+        maxWait: options.lockTimeoutMs,
+        timeout: options.timeoutMs + options.lockTimeoutMs,
+      });
+    },
+
+    isLockTimeout: (error) => isSqliteBusy(error) || isTransactionStartTimeout(error),
+
+    deleteExpiredBatch: (batchSize) =>
+      explained(async () =>
+        Number(
+          await own((tx) =>
+            // One writer: two cleanups never delete the same row twice; each batch is one short transaction.
+            tx.$executeRawUnsafe(
+              `delete from ${table} where rowid in (
+                 select rowid from ${table} where ${expiredRow} limit ?1)`,
+              batchSize,
+            ),
+          ),
+        ),
+      ),
+  };
+}
+
+const truthy = (value: unknown) => value === true || Number(value) === 1;
+
+function toDate(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(value);
+}
+
+function toRecord(row: RecordRow): IdempotencyRecord {
+  return {
+    scope: row.scope,
+    procedure: row.procedure,
+    key: row.key,
+    fingerprint: row.fingerprint,
+    state: row.state === 'completed' ? 'completed' : 'processing',
+    response: row.response === null ? null : (JSON.parse(row.response) as StoredResponse),
+    leaseOwner: row.lease_owner,
+    leaseActive: truthy(row.lease_active),
+    createdAt: toDate(row.created_at),
+    expiresAt: toDate(row.expires_at),
+    replayCount: Number(row.replay_count),
+  };
+}
