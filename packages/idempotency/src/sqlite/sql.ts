@@ -85,3 +85,17 @@ export function isSqliteMissingTable(error: unknown): boolean {
       (candidate as { kind?: unknown }).kind === 'TableDoesNotExist',
   );
 }
+
+/**
+ * `sql` with `@name` placeholders → positional `?` SQL and its values in order. The adapter binds an array to
+ * anonymous `?` parameters only (numbered `?1` is refused), so a value used twice is bound twice.
+ */
+export function bindNamed(sql: string, values: Record<string, unknown>): [string, ...unknown[]] {
+  const args: unknown[] = [];
+  const text = sql.replace(/@([A-Za-z]+)/g, (_, name: string) => {
+    if (!(name in values)) throw new Error(`SQL parameter @${name} has no value`);
+    args.push(values[name]);
+    return '?';
+  });
+  return [text, ...args];
+}

@@ -26,6 +26,7 @@ import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/recor
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../prisma/client.ts';
 import {
+  bindNamed,
   DEFAULT_SQLITE_IDEMPOTENCY_TABLE,
   isSqliteBusy,
   isSqliteMissingTable,
@@ -77,7 +78,7 @@ interface RecordRow {
   replay_count: number | bigint;
 }
 
-type ClaimRow = RecordRow & { reclaimable_expired: number | bigint; reclaimable_dead_lease: number | bigint };
+type ClaimRow = RecordRow & { reclaimable_expired: number | bigint };
 
 export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
   db: TClient,
@@ -87,8 +88,12 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
   const table = quoteSqliteTable(tableName);
   const connectionWaitMs = options.connectionWaitMs ?? 5_000;
   const NOW = SQLITE_NOW;
-  const where = 'scope = ?1 and procedure = ?2 and key = ?3';
-  const keyParams = (key: RecordKey) => [key.scope, key.procedure, key.key];
+  const where = 'scope = @scope and procedure = @procedure and key = @key';
+  const keyValues = (key: RecordKey) => ({ scope: key.scope, procedure: key.procedure, key: key.key });
+  const run = (on: SqlExecutor, sql: string, values: Record<string, unknown>) =>
+    on.$executeRawUnsafe(...bindNamed(sql, values));
+  const query = <T>(on: SqlExecutor, sql: string, values: Record<string, unknown>) =>
+    on.$queryRawUnsafe<T[]>(...bindNamed(sql, values));
 
   /** Runs `fn` in a short transaction of the store's own (see the file comment: never outside one). */
   function own<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
@@ -107,7 +112,7 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
   // Same rules as the Postgres store: an expired row may be reused by any request unless its lease is still live
   // (a request still running past its retention); a dead lease may be taken over by the same request only.
   const expiredRow = `(expires_at <= ${NOW} and not (state = 'processing' and locked_until > ${NOW}))`;
-  const deadLeaseSameRequest = `(state = 'processing' and locked_until <= ${NOW} and fingerprint = ?4)`;
+  const deadLeaseSameRequest = `(state = 'processing' and locked_until <= ${NOW} and fingerprint = @fingerprint)`;
   const leaseActive = `coalesce(locked_until > ${NOW}, 0)`;
   const recordColumns = `scope, procedure, key, fingerprint, state, response, lease_owner,
     ${leaseActive} as lease_active, created_at, expires_at, replay_count`;
@@ -115,54 +120,63 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
   async function claimOn(on: SqlExecutor, request: ClaimRequest): Promise<ClaimResult> {
     const cap = request.inFlightCap && Number.isFinite(request.inFlightCap.max) ? request.inFlightCap : null;
     const response = request.response ?? null;
-    // ?1–?3 the key, ?4 the fingerprint, ?5 the retention, then the variant's own parameters.
-    const values: unknown[] = [...keyParams(request), request.fingerprint, request.retentionSeconds];
-    const param = (value: unknown) => `?${values.push(value)}`;
+    const values = {
+      ...keyValues(request),
+      fingerprint: request.fingerprint,
+      retention: request.retentionSeconds,
+      owner: request.owner,
+      lease: request.leaseSeconds,
+      response: response ? JSON.stringify(response) : null,
+      httpStatus: response?.httpStatus ?? null,
+      cap: cap?.max ?? null,
+    };
     const [state, responseSql, httpStatus, leaseOwner, lockedUntil] = response
-      ? [`'completed'`, param(JSON.stringify(response)), param(response.httpStatus), 'null', 'null']
-      : [`'processing'`, 'null', 'null', param(request.owner), sqliteNowPlus(param(request.leaseSeconds))];
-    const capSql = cap ? param(cap.max) : '';
+      ? [`'completed'`, '@response', '@httpStatus', 'null', 'null']
+      : [`'processing'`, 'null', 'null', '@owner', sqliteNowPlus('@lease')];
     // Exact under the write lock (one writer: no concurrent claim is uncounted). Transactional claims commit
     // completed, so only external-mode keys are ever counted, as with Postgres.
     const underCap = cap
-      ? `(select count(*) from (select 1 from ${table} where scope = ?1 and state = 'processing'
-           and locked_until > ${NOW} limit ${capSql})) < ${capSql}`
+      ? `(select count(*) from (select 1 from ${table} where scope = @scope and state = 'processing'
+           and locked_until > ${NOW} limit @cap)) < @cap`
       : '1';
-    const expires = sqliteNowPlus('?5');
+    const expires = sqliteNowPlus('@retention');
 
     // 1. The claim: the unique key decides. This INSERT takes the write lock first (even when it inserts nothing),
-    //    so what follows in this transaction sees the key as no other writer can change it.
-    const inserted = await on.$queryRawUnsafe<unknown[]>(
+    //    so what follows in this transaction sees the key as no other writer can change it. (Its WHERE is also
+    //    what SQLite needs to parse INSERT … SELECT … ON CONFLICT.)
+    const inserted = await query(
+      on,
       `insert into ${table}
          (scope, procedure, key, fingerprint, state, response, http_status, lease_owner, locked_until,
           created_at, expires_at, replay_count)
-       select ?1, ?2, ?3, ?4, ${state}, ${responseSql}, ${httpStatus}, ${leaseOwner}, ${lockedUntil},
-              ${NOW}, ${expires}, 0
+       select @scope, @procedure, @key, @fingerprint, ${state}, ${responseSql}, ${httpStatus}, ${leaseOwner},
+              ${lockedUntil}, ${NOW}, ${expires}, 0
        where ${underCap}
        on conflict (scope, procedure, key) do nothing
        returning 1 as inserted`,
-      ...values,
+      values,
     );
     if (inserted.length > 0) return { claimed: true, takeover: false };
 
     // 2. The key exists (or the cap refused a new one): take it over if the rule allows, re-checked by the UPDATE.
-    const takenOver = await on.$queryRawUnsafe<unknown[]>(
+    const takenOver = await query(
+      on,
       `update ${table} set
-         fingerprint = ?4, state = ${state}, response = ${responseSql}, http_status = ${httpStatus},
+         fingerprint = @fingerprint, state = ${state}, response = ${responseSql}, http_status = ${httpStatus},
          lease_owner = ${leaseOwner}, locked_until = ${lockedUntil}, created_at = ${NOW}, expires_at = ${expires},
          replay_count = case when expires_at <= ${NOW} then 0 else replay_count end
        where ${where} and ((${expiredRow} and ${underCap}) or ${deadLeaseSameRequest})
        returning 1 as updated`,
-      ...values,
+      values,
     );
     if (takenOver.length > 0) return { claimed: true, takeover: true };
 
     // 3. Live (or refused by the cap): read it under the same lock.
-    const [row] = await on.$queryRawUnsafe<ClaimRow[]>(
-      `select ${recordColumns}, ${expiredRow} as reclaimable_expired,
-              ${deadLeaseSameRequest} as reclaimable_dead_lease
+    const [row] = await query<ClaimRow>(
+      on,
+      `select ${recordColumns}, ${expiredRow} as reclaimable_expired
        from ${table} where ${where}`,
-      ...values.slice(0, 4),
+      values,
     );
     // No row, or an expired one nobody holds: a new key the cap refused.
     if (cap && (!row || truthy(row.reclaimable_expired)))
@@ -173,33 +187,27 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
 
   async function renewLease(key: RecordKey, owner: string, leaseSeconds: number): Promise<boolean> {
     const count = await own((tx) =>
-      tx.$executeRawUnsafe(
-        `update ${table} set locked_until = ${sqliteNowPlus('?5')}
-         where ${where} and lease_owner = ?4 and state = 'processing'`,
-        ...keyParams(key),
-        owner,
-        leaseSeconds,
+      run(
+        tx,
+        `update ${table} set locked_until = ${sqliteNowPlus('@lease')}
+         where ${where} and lease_owner = @owner and state = 'processing'`,
+        { ...keyValues(key), owner, lease: leaseSeconds },
       ),
     );
     return Number(count) === 1;
   }
 
   const complete = (on: SqlExecutor, key: RecordKey, owner: string, response: StoredResponse) =>
-    on.$executeRawUnsafe(
-      `update ${table} set state = 'completed', response = ?5, http_status = ?6,
+    run(
+      on,
+      `update ${table} set state = 'completed', response = @response, http_status = @httpStatus,
          lease_owner = null, locked_until = null
-       where ${where} and lease_owner = ?4 and state = 'processing'`,
-      ...keyParams(key),
-      owner,
-      JSON.stringify(response),
-      response.httpStatus,
+       where ${where} and lease_owner = @owner and state = 'processing'`,
+      { ...keyValues(key), owner, response: JSON.stringify(response), httpStatus: response.httpStatus },
     );
 
   const find = async (on: SqlExecutor, key: RecordKey): Promise<IdempotencyRecord | null> => {
-    const [row] = await on.$queryRawUnsafe<RecordRow[]>(
-      `select ${recordColumns} from ${table} where ${where}`,
-      ...keyParams(key),
-    );
+    const [row] = await query<RecordRow>(on, `select ${recordColumns} from ${table} where ${where}`, keyValues(key));
     return row ? toRecord(row) : null;
   };
 
@@ -215,11 +223,10 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
 
     async release(key, owner) {
       const count = await own((tx) =>
-        tx.$executeRawUnsafe(
-          `delete from ${table} where ${where} and lease_owner = ?4 and state = 'processing'`,
-          ...keyParams(key),
+        run(tx, `delete from ${table} where ${where} and lease_owner = @owner and state = 'processing'`, {
+          ...keyValues(key),
           owner,
-        ),
+        }),
       );
       return Number(count) === 1;
     },
@@ -228,7 +235,7 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
 
     async countReplay(key) {
       await own((tx) =>
-        tx.$executeRawUnsafe(`update ${table} set replay_count = replay_count + 1 where ${where}`, ...keyParams(key)),
+        run(tx, `update ${table} set replay_count = replay_count + 1 where ${where}`, keyValues(key)),
       );
     },
 
@@ -250,11 +257,9 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
         Number(
           await own((tx) =>
             // One writer: two cleanups never delete the same row twice; each batch is one short transaction.
-            tx.$executeRawUnsafe(
-              `delete from ${table} where rowid in (
-                 select rowid from ${table} where ${expiredRow} limit ?1)`,
-              batchSize,
-            ),
+            run(tx, `delete from ${table} where rowid in (select rowid from ${table} where ${expiredRow} limit @batch)`, {
+              batch: batchSize,
+            }),
           ),
         ),
       ),
