@@ -17,8 +17,13 @@ export interface SqliteDatabaseOptions {
   busyTimeoutMs?: number;
 }
 
-export function createSqlitePrismaClient({ file, busyTimeoutMs = 5_000 }: SqliteDatabaseOptions): SqliteDatabase {
-  return new PrismaClient({ adapter: new PrismaBetterSqlite3({ url: `file:${file}`, timeout: busyTimeoutMs }) });
+export function createSqlitePrismaClient({
+  file,
+  busyTimeoutMs = 5_000,
+}: SqliteDatabaseOptions): SqliteDatabase {
+  return new PrismaClient({
+    adapter: new PrismaBetterSqlite3({ url: `file:${file}`, timeout: busyTimeoutMs }),
+  });
 }
 
 export type SqliteDatabase = PrismaClient;

@@ -78,8 +78,14 @@ async function startApp(mode: Mode) {
     createContext: ({ req, info }) => {
       const headers = new Headers();
       for (const [name, value] of Object.entries(req.headers))
-        for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, item);
-      return { headers, resHeaders: new Headers(), principal: headers.get('x-principal'), batched: info.calls.length > 1 };
+        for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value])
+          headers.append(name, item);
+      return {
+        headers,
+        resHeaders: new Headers(),
+        principal: headers.get('x-principal'),
+        batched: info.calls.length > 1,
+      };
     },
     responseMeta: ({ ctx }) => ({ headers: ctx?.resHeaders }),
   });
@@ -93,14 +99,16 @@ async function startApp(mode: Mode) {
   );
   const { port } = server.address() as AddressInfo;
   const scopes = [uniqueScope(), uniqueScope()] as const;
-  const withKnob = (knob: 'slow' | 'failing') => async <T>(run: () => Promise<T>) => {
-    knobs[knob] = true;
-    try {
-      return await run();
-    } finally {
-      knobs[knob] = false;
-    }
-  };
+  const withKnob =
+    (knob: 'slow' | 'failing') =>
+    async <T>(run: () => Promise<T>) => {
+      knobs[knob] = true;
+      try {
+        return await run();
+      } finally {
+        knobs[knob] = false;
+      }
+    };
   const target: ConformanceTarget<Order> = {
     url: `http://127.0.0.1:${port}`,
     procedure: 'shop.placeOrder',
@@ -130,7 +138,9 @@ describe.each(['external', 'transactional'] as const)('tRPC on SQLite, %s mode',
     console.log(formatConformanceReport(report));
     expect(report.results.filter((result) => !result.passed)).toEqual([]);
     expect(report.passed).toBe(true);
-    expect(report.notCovered.map((skipped) => skipped.id)).toEqual(mode === 'external' ? [] : ['in-flight-cap']);
+    expect(report.notCovered.map((skipped) => skipped.id)).toEqual(
+      mode === 'external' ? [] : ['in-flight-cap'],
+    );
     expect(report.results).toHaveLength(mode === 'external' ? 17 : 16);
   }, 60_000);
 });

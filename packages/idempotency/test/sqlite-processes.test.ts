@@ -28,7 +28,9 @@ afterEach(() => {
 });
 
 function worker(args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
@@ -43,7 +45,9 @@ function worker(args: string[]) {
         resolve(line);
       };
       lines.on('line', onLine);
-      child.once('exit', (code) => reject(new Error(`worker exited (${code}) before "${expected ?? 'a line'}": ${stderr}`)));
+      child.once('exit', (code) =>
+        reject(new Error(`worker exited (${code}) before "${expected ?? 'a line'}": ${stderr}`)),
+      );
     });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   return { child, nextLine, exited, stderr: () => stderr };
@@ -53,7 +57,9 @@ async function databaseWithEffects(wal: boolean) {
   const file = scratchSqliteFile();
   await createSqliteKeyTable(file, { wal });
   const db = createSqlitePrismaClient({ file });
-  await db.$executeRawUnsafe('create table effects (scope text not null, key text not null, pid integer not null)');
+  await db.$executeRawUnsafe(
+    'create table effects (scope text not null, key text not null, pid integer not null)',
+  );
   return { file, db };
 }
 
@@ -157,7 +163,10 @@ describe('deferred transactions across two processes', () => {
         retentionSeconds: 60,
       };
       // Blocks (busy_timeout 5 s) until the holder commits at 500 ms, then inserts.
-      const claimed = await store.transaction((tx) => store.claim(request, tx), { lockTimeoutMs: 5_000, timeoutMs: 10_000 });
+      const claimed = await store.transaction((tx) => store.claim(request, tx), {
+        lockTimeoutMs: 5_000,
+        timeoutMs: 10_000,
+      });
       expect(claimed).toEqual({ claimed: true, takeover: false });
       expect(await holder.exited).toBe(0);
     } finally {

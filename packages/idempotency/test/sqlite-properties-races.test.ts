@@ -57,7 +57,12 @@ function sqliteBackend(mode: Mode, claimStore = store): RaceBackend<unknown> {
     },
     effect: async (who, tx) => {
       if (mode === 'external') external.push(who);
-      else await (tx as Tx).$executeRawUnsafe('insert into effects (scope, who) values (?, ?)', request.scope, who);
+      else
+        await (tx as Tx).$executeRawUnsafe(
+          'insert into effects (scope, who) values (?, ?)',
+          request.scope,
+          who,
+        );
     },
     effects: async () => {
       if (mode === 'external') return external;
@@ -87,7 +92,9 @@ describe('real SQLite store (scheduled awaits around real statements)', () => {
         }),
         { numRuns: RUNS, seed: SEED },
       );
-      console.log(`[properties] scheduler/${mode}/sqlite: ${runs} runs, ${takeovers} takeovers, ${doubleExecutions} double executions`);
+      console.log(
+        `[properties] scheduler/${mode}/sqlite: ${runs} runs, ${takeovers} takeovers, ${doubleExecutions} double executions`,
+      );
       expect(runs).toBe(RUNS);
       expect(doubleExecutions).toBe(0);
       if (mode === 'external') expect(takeovers).toBeGreaterThan(0); // the lease-expiry path was explored
@@ -124,7 +131,13 @@ describe('CONTROL: a check-then-write claim on the same SQLite table', () => {
           },
         };
         const backend = sqliteBackend('external', checkThenWrite);
-        const { violations, stats } = await runRace(s, { ...scenario, leaseExpires: false }, backend, 'external', options);
+        const { violations, stats } = await runRace(
+          s,
+          { ...scenario, leaseExpires: false },
+          backend,
+          'external',
+          options,
+        );
         effectsSeen = Math.max(effectsSeen, stats.effects);
         return violations.length === 0;
       }),

@@ -95,7 +95,11 @@ describe('claim', () => {
       const result = await store.claim(second);
       expect(result.claimed).toBe(false);
       if (!result.claimed)
-        expect(result.record).toMatchObject({ fingerprint: fingerprintA, leaseOwner: first.owner, leaseActive: true });
+        expect(result.record).toMatchObject({
+          fingerprint: fingerprintA,
+          leaseOwner: first.owner,
+          leaseActive: true,
+        });
     }
     expect(await rowCount(first)).toBe(1);
   });
@@ -104,7 +108,10 @@ describe('claim', () => {
     const first = claimRequest();
     await store.claim(first);
     for (const other of [{ scope: uniqueScope() }, { procedure: 'orders.other' }, { key: randomUUID() }])
-      expect(await store.claim({ ...first, owner: randomUUID(), ...other })).toEqual({ claimed: true, takeover: false });
+      expect(await store.claim({ ...first, owner: randomUUID(), ...other })).toEqual({
+        claimed: true,
+        takeover: false,
+      });
     expect((await store.claim({ ...first, owner: randomUUID() })).claimed).toBe(false);
   });
 
@@ -116,7 +123,9 @@ describe('claim', () => {
     } finally {
       vi.useRealTimers();
     }
-    const [row] = await db.$queryRawUnsafe<Array<{ retention: number; lease: number; age: number; created: string }>>(
+    const [row] = await db.$queryRawUnsafe<
+      Array<{ retention: number; lease: number; age: number; created: string }>
+    >(
       `select (julianday(expires_at) - julianday(created_at)) * 86400 as retention,
               (julianday(locked_until) - julianday(created_at)) * 86400 as lease,
               (julianday('now') - julianday(created_at)) * 86400 as age, cast(created_at as text) as created
@@ -138,7 +147,9 @@ describe('claim', () => {
 
   it('30 concurrent claims of the same key: exactly one wins', async () => {
     const base = claimRequest();
-    const results = await Promise.all(Array.from({ length: 30 }, () => store.claim({ ...base, owner: randomUUID() })));
+    const results = await Promise.all(
+      Array.from({ length: 30 }, () => store.claim({ ...base, owner: randomUUID() })),
+    );
     expect(results.filter((result) => result.claimed)).toEqual([{ claimed: true, takeover: false }]);
     const owners = new Set(results.map((result) => (result.claimed ? null : result.record.leaseOwner)));
     owners.delete(null);
@@ -219,7 +230,10 @@ describe('complete and release (fenced by the lease owner)', () => {
     expect(await rowCount(request)).toBe(1);
     expect(await store.release(keyOf(request), request.owner)).toBe(true);
     expect(await rowCount(request)).toBe(0);
-    expect(await store.claim({ ...request, owner: randomUUID() })).toEqual({ claimed: true, takeover: false });
+    expect(await store.claim({ ...request, owner: randomUUID() })).toEqual({
+      claimed: true,
+      takeover: false,
+    });
 
     const completed = claimRequest();
     await store.claim(completed);
@@ -278,7 +292,8 @@ describe('takeover', () => {
     await updateRow(first, `locked_until = ${nowPlus(-1)}`);
     const result = await store.claim({ ...first, owner: randomUUID(), fingerprint: fingerprintB });
     expect(result.claimed).toBe(false);
-    if (!result.claimed) expect(result.record).toMatchObject({ fingerprint: fingerprintA, leaseActive: false });
+    if (!result.claimed)
+      expect(result.record).toMatchObject({ fingerprint: fingerprintA, leaseActive: false });
     expect(await store.complete(keyOf(first), first.owner, output)).toBe(true);
   });
 
@@ -312,7 +327,9 @@ describe('takeover', () => {
     const first = claimRequest();
     await store.claim(first);
     await updateRow(first, `expires_at = ${nowPlus(-1)}`);
-    expect((await store.claim({ ...first, owner: randomUUID(), fingerprint: fingerprintB })).claimed).toBe(false);
+    expect((await store.claim({ ...first, owner: randomUUID(), fingerprint: fingerprintB })).claimed).toBe(
+      false,
+    );
   });
 });
 
@@ -324,7 +341,10 @@ describe('per-principal in-flight cap', () => {
     await store.claim(first);
     await store.claim(claimRequest({ scope, inFlightCap: cap }));
     const third = claimRequest({ scope, inFlightCap: cap });
-    await expect(store.claim(third)).rejects.toMatchObject({ httpStatus: 429, code: 'idempotency_too_many_in_flight' });
+    await expect(store.claim(third)).rejects.toMatchObject({
+      httpStatus: 429,
+      code: 'idempotency_too_many_in_flight',
+    });
     expect(await store.find(keyOf(third))).toBeNull();
     // A duplicate of a live key is answered, not counted.
     expect((await store.claim({ ...first, owner: randomUUID() })).claimed).toBe(false);
@@ -380,7 +400,10 @@ describe('transactions', () => {
     });
     setTimeout(holding.resolve, 100);
     await first;
-    expect(await duplicate).toMatchObject({ claimed: false, record: { state: 'completed', response: output } });
+    expect(await duplicate).toMatchObject({
+      claimed: false,
+      record: { state: 'completed', response: output },
+    });
   });
 
   it('a duplicate that cannot wait long enough gets a lock timeout (→ 409), not a 500', async () => {
@@ -397,7 +420,10 @@ describe('transactions', () => {
     );
     await claimed.promise;
     const error = await store
-      .transaction((tx) => store.claim({ ...request, owner: randomUUID() }, tx), { lockTimeoutMs: 100, timeoutMs: 5_000 })
+      .transaction((tx) => store.claim({ ...request, owner: randomUUID() }, tx), {
+        lockTimeoutMs: 100,
+        timeoutMs: 5_000,
+      })
       .then(
         () => null,
         (caught: unknown) => caught,
@@ -413,7 +439,12 @@ describe('transactions', () => {
 });
 
 describe('claim with a response (a stored error recorded after its rollback)', () => {
-  const declined: StoredResponse = { kind: 'error', httpStatus: 402, code: 'PAYMENT_REQUIRED', message: 'Declined' };
+  const declined: StoredResponse = {
+    kind: 'error',
+    httpStatus: 402,
+    code: 'PAYMENT_REQUIRED',
+    message: 'Declined',
+  };
 
   it('inserts the key already completed, without a lease', async () => {
     const request = claimRequest({ response: declined });
@@ -448,7 +479,8 @@ describe('cleanup', () => {
   async function withPrivateTable(fn: (table: string) => Promise<void>) {
     const table = `keys_${randomUUID().replaceAll('-', '')}`;
     const { sqliteIdempotencyKeysSchema } = await import('../src/sqlite/index.ts');
-    for (const statement of sqliteIdempotencyKeysSchema(table).statements) await db.$executeRawUnsafe(statement);
+    for (const statement of sqliteIdempotencyKeysSchema(table).statements)
+      await db.$executeRawUnsafe(statement);
     try {
       await fn(table);
     } finally {

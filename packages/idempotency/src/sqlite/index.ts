@@ -3,7 +3,7 @@
  * adapter: the store the tRPC adapter claims with, and the table's schema (DDL and Prisma model).
  */
 
-export { cleanupExpiredKeys, type CleanupResult } from '../prisma/cleanup.ts';
+export { type CleanupResult, cleanupExpiredKeys } from '../prisma/cleanup.ts';
 export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../prisma/client.ts';
 export { type SqliteIdempotencyKeysSchema, sqliteIdempotencyKeysSchema } from './schema.ts';
 export { DEFAULT_SQLITE_IDEMPOTENCY_TABLE } from './sql.ts';

@@ -19,7 +19,14 @@ interface Column {
 }
 
 const COLUMNS: readonly Column[] = [
-  { name: 'scope', sqlType: 'TEXT', notNull: true, prismaField: 'scope', prismaType: 'String', prismaAttributes: [] },
+  {
+    name: 'scope',
+    sqlType: 'TEXT',
+    notNull: true,
+    prismaField: 'scope',
+    prismaType: 'String',
+    prismaAttributes: [],
+  },
   {
     name: 'procedure',
     sqlType: 'TEXT',
@@ -28,7 +35,14 @@ const COLUMNS: readonly Column[] = [
     prismaType: 'String',
     prismaAttributes: [],
   },
-  { name: 'key', sqlType: 'TEXT', notNull: true, prismaField: 'key', prismaType: 'String', prismaAttributes: [] },
+  {
+    name: 'key',
+    sqlType: 'TEXT',
+    notNull: true,
+    prismaField: 'key',
+    prismaType: 'String',
+    prismaAttributes: [],
+  },
   {
     name: 'fingerprint',
     sqlType: 'TEXT',
@@ -151,7 +165,9 @@ export function sqliteIdempotencyKeysSchema(table = 'idempotency_keys'): SqliteI
   const statements = [
     `CREATE TABLE ${quoted} (\n${columnLines.join('\n')}\n\n` +
       `    PRIMARY KEY (${columnList(PRIMARY_KEY)})\n);`,
-    ...indexes.map((index) => `CREATE INDEX ${quote(index.name)} ON ${quoted}(${columnList(index.columns)});`),
+    ...indexes.map(
+      (index) => `CREATE INDEX ${quote(index.name)} ON ${quoted}(${columnList(index.columns)});`,
+    ),
   ];
   return {
     table,

@@ -41,7 +41,8 @@ function someInChain(error: unknown, test: (candidate: ErrorLike) => boolean): b
     seen.add(current);
     const candidate = current as ErrorLike;
     if (test(candidate)) return true;
-    current = candidate.cause ?? (candidate.meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError;
+    current =
+      candidate.cause ?? (candidate.meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError;
   }
   return false;
 }
@@ -71,7 +72,8 @@ export function isTransactionStartTimeout(error: unknown): boolean {
   return someInChain(
     error,
     (candidate) =>
-      candidate.code === 'P2028' && /unable to start a transaction in the given time/i.test(text(candidate.message)),
+      candidate.code === 'P2028' &&
+      /unable to start a transaction in the given time/i.test(text(candidate.message)),
   );
 }
 

@@ -90,9 +90,9 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
   const NOW = SQLITE_NOW;
   const where = 'scope = @scope and procedure = @procedure and key = @key';
   const keyValues = (key: RecordKey) => ({ scope: key.scope, procedure: key.procedure, key: key.key });
-  const run = (on: SqlExecutor, sql: string, values: Record<string, unknown>) =>
-    on.$executeRawUnsafe(...bindNamed(sql, values));
-  const query = <T>(on: SqlExecutor, sql: string, values: Record<string, unknown>) =>
+  const run = async (on: SqlExecutor, sql: string, values: Record<string, unknown>): Promise<number> =>
+    Number(await on.$executeRawUnsafe(...bindNamed(sql, values)));
+  const query = async <T>(on: SqlExecutor, sql: string, values: Record<string, unknown>): Promise<T[]> =>
     on.$queryRawUnsafe<T[]>(...bindNamed(sql, values));
 
   /** Runs `fn` in a short transaction of the store's own (see the file comment: never outside one). */
@@ -104,7 +104,8 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
   }
   function explained<T>(fn: () => Promise<T>): Promise<T> {
     return fn().catch((error: unknown) => {
-      if (isSqliteMissingTable(error)) throw new SqliteIdempotencyTableMissingError(tableName, { cause: error });
+      if (isSqliteMissingTable(error))
+        throw new SqliteIdempotencyTableMissingError(tableName, { cause: error });
       throw error;
     });
   }
@@ -181,7 +182,8 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
     // No row, or an expired one nobody holds: a new key the cap refused.
     if (cap && (!row || truthy(row.reclaimable_expired)))
       throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
-    if (!row) throw new Error(`claim of ${tableName} found no row and no cap: the INSERT should have inserted`);
+    if (!row)
+      throw new Error(`claim of ${tableName} found no row and no cap: the INSERT should have inserted`);
     return { claimed: false, record: toRecord(row) };
   }
 
@@ -207,7 +209,11 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
     );
 
   const find = async (on: SqlExecutor, key: RecordKey): Promise<IdempotencyRecord | null> => {
-    const [row] = await query<RecordRow>(on, `select ${recordColumns} from ${table} where ${where}`, keyValues(key));
+    const [row] = await query<RecordRow>(
+      on,
+      `select ${recordColumns} from ${table} where ${where}`,
+      keyValues(key),
+    );
     return row ? toRecord(row) : null;
   };
 
@@ -217,7 +223,9 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
     ...(options.leaseRenewal === false ? {} : { renewLease }),
 
     async complete(key, owner, response, tx?: SqlExecutor) {
-      const count = await (tx ? complete(tx, key, owner, response) : own((own) => complete(own, key, owner, response)));
+      const count = await (tx
+        ? complete(tx, key, owner, response)
+        : own((own) => complete(own, key, owner, response)));
       return Number(count) === 1;
     },
 
@@ -257,9 +265,13 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
         Number(
           await own((tx) =>
             // One writer: two cleanups never delete the same row twice; each batch is one short transaction.
-            run(tx, `delete from ${table} where rowid in (select rowid from ${table} where ${expiredRow} limit @batch)`, {
-              batch: batchSize,
-            }),
+            run(
+              tx,
+              `delete from ${table} where rowid in (select rowid from ${table} where ${expiredRow} limit @batch)`,
+              {
+                batch: batchSize,
+              },
+            ),
           ),
         ),
       ),

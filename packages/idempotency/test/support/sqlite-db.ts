@@ -22,7 +22,8 @@ export async function createSqliteKeyTable(file: string, { wal = true } = {}): P
   try {
     // PRAGMA journal_mode answers a row: a query, not an execute.
     await setup.$queryRawUnsafe(`pragma journal_mode = ${wal ? 'wal' : 'delete'}`);
-    for (const statement of sqliteIdempotencyKeysSchema().statements) await setup.$executeRawUnsafe(statement);
+    for (const statement of sqliteIdempotencyKeysSchema().statements)
+      await setup.$executeRawUnsafe(statement);
   } finally {
     await setup.$disconnect();
   }

@@ -22,7 +22,10 @@ if (command === 'hold-write-lock') {
   const holdMs = Number(rest[0] ?? 500);
   await db.$transaction(
     async (tx) => {
-      await tx.$executeRawUnsafe(`insert into effects (scope, key, pid) values ('lock-holder', 'x', ?)`, process.pid);
+      await tx.$executeRawUnsafe(
+        `insert into effects (scope, key, pid) values ('lock-holder', 'x', ?)`,
+        process.pid,
+      );
       console.log('locked');
       await sleep(holdMs);
     },
@@ -42,7 +45,12 @@ if (command === 'hold-write-lock') {
   await sleep(Math.max(0, Number(startAt) - Date.now()));
   await Promise.all(
     keys.map(async (key) => {
-      const request = { scope: scope ?? '', procedure, key, fingerprint: fingerprintRequest(procedure, { key }) };
+      const request = {
+        scope: scope ?? '',
+        procedure,
+        key,
+        fingerprint: fingerprintRequest(procedure, { key }),
+      };
       for (let attempt = 0; attempt < 50; attempt += 1) {
         try {
           if (mode === 'unprotected') {

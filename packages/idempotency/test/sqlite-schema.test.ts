@@ -1,0 +1,62 @@
+/**
+ * The SQLite table from its one source: the DDL creates exactly the columns, key and indexes the store relies
+ * on, and the test fixture's Prisma model is the one `sqliteIdempotencyKeysSchema().prismaModel` prints.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { createSqlitePrismaClient } from '@idem/db-sqlite';
+import { describe, expect, it } from 'vitest';
+import { sqliteIdempotencyKeysSchema } from '../src/sqlite/index.ts';
+import { createSqliteKeyTable, scratchSqliteFile } from './support/sqlite-db.ts';
+
+describe('sqliteIdempotencyKeysSchema', () => {
+  it('its DDL creates the columns, primary key and indexes the store uses', async () => {
+    const file = scratchSqliteFile();
+    await createSqliteKeyTable(file);
+    const db = createSqlitePrismaClient({ file });
+    try {
+      const columns = await db.$queryRawUnsafe<
+        Array<{ name: string; type: string; notnull: bigint | number; pk: bigint | number }>
+      >(`select name, type, "notnull", pk from pragma_table_info('idempotency_keys') order by cid`);
+      expect(
+        columns.map((column) => [column.name, column.type, Number(column.notnull), Number(column.pk)]),
+      ).toEqual([
+        ['scope', 'TEXT', 1, 1],
+        ['procedure', 'TEXT', 1, 2],
+        ['key', 'TEXT', 1, 3],
+        ['fingerprint', 'TEXT', 1, 0],
+        ['state', 'TEXT', 1, 0],
+        ['response', 'TEXT', 0, 0],
+        ['http_status', 'INTEGER', 0, 0],
+        ['lease_owner', 'TEXT', 0, 0],
+        ['locked_until', 'DATETIME', 0, 0],
+        ['created_at', 'DATETIME', 1, 0],
+        ['expires_at', 'DATETIME', 1, 0],
+        ['replay_count', 'INTEGER', 1, 0],
+      ]);
+      const indexes = await db.$queryRawUnsafe<Array<{ name: string; columns: string }>>(
+        `select il.name as name, (select group_concat(name, ',') from pragma_index_info(il.name)) as columns
+         from pragma_index_list('idempotency_keys') il where il.origin = 'c' order by il.name`,
+      );
+      expect(indexes).toEqual(
+        sqliteIdempotencyKeysSchema().indexes.map((index) => ({
+          name: index.name,
+          columns: index.columns.join(','),
+        })),
+      );
+      // A rowid table: the cleanup's batch delete names rows by rowid.
+      expect(await db.$queryRawUnsafe('select rowid from idempotency_keys limit 1')).toEqual([]);
+    } finally {
+      await db.$disconnect();
+    }
+  });
+
+  it('the fixture schema.prisma holds exactly the printed model; another table name is quoted and checked', () => {
+    const schemaFile = fileURLToPath(new URL('../../db-sqlite/prisma/schema.prisma', import.meta.url));
+    expect(readFileSync(schemaFile, 'utf8')).toContain(sqliteIdempotencyKeysSchema().prismaModel);
+    const custom = sqliteIdempotencyKeysSchema('my_keys');
+    expect(custom.statements[0]).toMatch(/^CREATE TABLE "my_keys" \(/);
+    expect(custom.prismaModel).toContain('@@map("my_keys")');
+    expect(() => sqliteIdempotencyKeysSchema('main.keys')).toThrow(/Invalid table/);
+  });
+});
