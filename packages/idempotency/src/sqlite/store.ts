@@ -8,7 +8,10 @@
  * key, and the claim's later statements (the takeover UPDATE, the read of the live row) run in the same
  * transaction under that same lock: no other connection, in this process or another, can insert, take over or
  * complete the key in between. Every decision is still one statement whose WHERE re-checks the rule (never a read
- * whose answer a later write trusts).
+ * whose answer a later write trusts). The claim is `INSERT … ON CONFLICT DO NOTHING RETURNING` and then, for an
+ * existing row, `UPDATE … WHERE <takeover rule> RETURNING`, rather than one `ON CONFLICT DO UPDATE … WHERE
+ * <takeover rule> RETURNING`: SQLite's RETURNING shows only the row after the change, so that single statement
+ * could not tell a new key from a takeover, which the handler reports.
  *
  * Why every statement runs in a transaction: the adapter has one connection per client, and a query sent outside
  * a transaction while another request's interactive transaction is open runs on that connection INSIDE that
