@@ -2,11 +2,14 @@
  * The SQLite table from its one source: the DDL creates exactly the columns, key and indexes the store relies
  * on, and the test fixture's Prisma model is the one `sqliteIdempotencyKeysSchema().prismaModel` prints.
  */
+
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createSqlitePrismaClient } from '@idem/db-sqlite';
 import { describe, expect, it } from 'vitest';
-import { sqliteIdempotencyKeysSchema } from '../src/sqlite/index.ts';
+import { fingerprintRequest } from '../src/index.ts';
+import { createSqliteIdempotencyStore, sqliteIdempotencyKeysSchema } from '../src/sqlite/index.ts';
 import { createSqliteKeyTable, scratchSqliteFile } from './support/sqlite-db.ts';
 
 describe('sqliteIdempotencyKeysSchema', () => {
@@ -58,5 +61,26 @@ describe('sqliteIdempotencyKeysSchema', () => {
     expect(custom.statements[0]).toMatch(/^CREATE TABLE "my_keys" \(/);
     expect(custom.prismaModel).toContain('@@map("my_keys")');
     expect(() => sqliteIdempotencyKeysSchema('main.keys')).toThrow(/Invalid table/);
+  });
+
+  it("a client generated from the model reads the store's rows (types, names, times)", async () => {
+    const file = scratchSqliteFile();
+    await createSqliteKeyTable(file);
+    const db = createSqlitePrismaClient({ file });
+    try {
+      const store = createSqliteIdempotencyStore(db);
+      const key = { scope: 'model', procedure: 'orders.place', key: randomUUID() };
+      const owner = randomUUID();
+      const fingerprint = fingerprintRequest(key.procedure, {});
+      await store.claim({ ...key, fingerprint, owner, leaseSeconds: 30, retentionSeconds: 60 });
+      await store.complete(key, owner, { kind: 'output', httpStatus: 201, body: '{"json":1}' });
+      const row = await db.idempotencyKey.findUnique({ where: { scope_procedure_key: key } });
+      expect(row).toMatchObject({ ...key, fingerprint, state: 'completed', httpStatus: 201, replayCount: 0 });
+      expect(row?.createdAt).toBeInstanceOf(Date);
+      expect((row?.expiresAt.getTime() ?? 0) - (row?.createdAt.getTime() ?? 0)).toBe(60_000);
+      expect(Math.abs((row?.createdAt.getTime() ?? 0) - Date.now())).toBeLessThan(60_000);
+    } finally {
+      await db.$disconnect();
+    }
   });
 });
