@@ -54,6 +54,11 @@ describe('sqliteIdempotencyKeysSchema', () => {
     }
   });
 
+  it('the package README shows the SQL verbatim', () => {
+    const readme = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
+    expect(readme).toContain(`\`\`\`sql\n${sqliteIdempotencyKeysSchema().ddl}\`\`\``);
+  });
+
   it('the fixture schema.prisma holds exactly the printed model; another table name is quoted and checked', () => {
     const schemaFile = fileURLToPath(new URL('../../db-sqlite/prisma/schema.prisma', import.meta.url));
     expect(readFileSync(schemaFile, 'utf8')).toContain(sqliteIdempotencyKeysSchema().prismaModel);
