@@ -362,6 +362,12 @@ describe('per-principal in-flight cap', () => {
     );
     expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(3);
     expect(results.filter((result) => result.status === 'rejected')).toHaveLength(9);
+    // Control: the same burst of one principal without the cap claims every key.
+    const uncappedScope = uniqueScope();
+    const uncapped = await Promise.all(
+      Array.from({ length: 12 }, () => store.claim(claimRequest({ scope: uncappedScope }))),
+    );
+    expect(uncapped.filter((result) => result.claimed)).toHaveLength(12);
   });
 });
 
