@@ -5,11 +5,11 @@
  *
  * Why the claim is atomic: SQLite has ONE writer at a time per database file. The claim's first statement is an
  * INSERT on the primary key (scope, procedure, key), which takes the database's write lock before it looks at the
- * key, and the claim's later statements (the takeover UPDATE, the read of the live row) run in the same
+ * key, and the claim's later statements (the read of the existing row, the rare takeover UPDATE) run in the same
  * transaction under that same lock: no other connection, in this process or another, can insert, take over or
  * complete the key in between. Every decision is still one statement whose WHERE re-checks the rule (never a read
- * whose answer a later write trusts). The claim is `INSERT … ON CONFLICT DO NOTHING RETURNING` and then, for an
- * existing row, `UPDATE … WHERE <takeover rule> RETURNING`, rather than one `ON CONFLICT DO UPDATE … WHERE
+ * whose answer a later write trusts without the lock). The claim is `INSERT … ON CONFLICT DO NOTHING RETURNING`
+ * and then, for a reclaimable row, `UPDATE … WHERE <takeover rule> RETURNING`, rather than one `ON CONFLICT DO UPDATE … WHERE
  * <takeover rule> RETURNING`: SQLite's RETURNING shows only the row after the change, so that single statement
  * could not tell a new key from a takeover, which the handler reports.
  *
@@ -81,7 +81,7 @@ interface RecordRow {
   replay_count: number | bigint;
 }
 
-type ClaimRow = RecordRow & { reclaimable_expired: number | bigint };
+type ClaimRow = RecordRow & { reclaimable_expired: number | bigint; reclaimable_dead_lease: number | bigint };
 
 export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
   db: TClient,
@@ -162,31 +162,37 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
     );
     if (inserted.length > 0) return { claimed: true, takeover: false };
 
-    // 2. The key exists (or the cap refused a new one): take it over if the rule allows, re-checked by the UPDATE.
-    const takenOver = await query(
-      on,
-      `update ${table} set
-         fingerprint = @fingerprint, state = ${state}, response = ${responseSql}, http_status = ${httpStatus},
-         lease_owner = ${leaseOwner}, locked_until = ${lockedUntil}, created_at = ${NOW}, expires_at = ${expires},
-         replay_count = case when expires_at <= ${NOW} then 0 else replay_count end
-       where ${where} and ((${expiredRow} and ${underCap}) or ${deadLeaseSameRequest})
-       returning 1 as updated`,
-      values,
-    );
-    if (takenOver.length > 0) return { claimed: true, takeover: true };
-
-    // 3. Live (or refused by the cap): read it under the same lock.
+    // 2. The key exists (or the cap refused a new one). Read it: under the write lock the INSERT took, no other
+    //    writer can change it before this transaction ends, so this read is what a takeover would replace.
     const [row] = await query<ClaimRow>(
       on,
-      `select ${recordColumns}, ${expiredRow} as reclaimable_expired
+      `select ${recordColumns}, ${expiredRow} as reclaimable_expired, ${deadLeaseSameRequest} as reclaimable_dead_lease
        from ${table} where ${where}`,
       values,
     );
-    // No row, or an expired one nobody holds: a new key the cap refused.
-    if (cap && (!row || truthy(row.reclaimable_expired)))
-      throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
-    if (!row)
+    // No row: a new key the cap refused.
+    if (!row) {
+      if (cap) throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
       throw new Error(`claim of ${tableName} found no row and no cap: the INSERT should have inserted`);
+    }
+    const expired = truthy(row.reclaimable_expired);
+    if (expired || truthy(row.reclaimable_dead_lease)) {
+      // 3. Rare: take it over. The UPDATE re-checks the rule itself (and the cap, for an expired key: a new one).
+      const takenOver = await query(
+        on,
+        `update ${table} set
+           fingerprint = @fingerprint, state = ${state}, response = ${responseSql}, http_status = ${httpStatus},
+           lease_owner = ${leaseOwner}, locked_until = ${lockedUntil}, created_at = ${NOW}, expires_at = ${expires},
+           replay_count = case when expires_at <= ${NOW} then 0 else replay_count end
+         where ${where} and ((${expiredRow} and ${underCap}) or ${deadLeaseSameRequest})
+         returning 1 as updated`,
+        values,
+      );
+      if (takenOver.length > 0) return { claimed: true, takeover: true };
+      // An expired key is a new one: refused by the cap.
+      if (cap && expired) throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
+    }
+    // Live: a replay, a 409 or a 422 for the handler; nothing was written.
     return { claimed: false, record: toRecord(row) };
   }
 
