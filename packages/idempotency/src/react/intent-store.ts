@@ -160,11 +160,15 @@ const stores = new WeakMap<object, Map<string, IntentStore>>();
  */
 export function getIntentStore(intentId: string, storage: KeyValueStorage | null | undefined): IntentStore {
   // Keyed by the storage object; by `defaultStorage` for the default one.
-  const resolve = storage === undefined ? defaultStorage : () => storage ?? memoryStorage;
   const token = storage === undefined ? defaultStorage : (storage ?? memoryStorage);
   const byIntent = stores.get(token) ?? new Map<string, IntentStore>();
   stores.set(token, byIntent);
-  const store = byIntent.get(intentId) ?? createIntentStore(STORAGE_PREFIX + intentId, resolve);
+  const store =
+    byIntent.get(intentId) ??
+    createIntentStore(
+      STORAGE_PREFIX + intentId,
+      storage === undefined ? defaultStorage : () => storage ?? memoryStorage,
+    );
   byIntent.set(intentId, store);
   return store;
 }

@@ -142,9 +142,6 @@ const IDLE: IdempotentMutationState<never, never, never> = {
   recoveredInDoubt: false,
 };
 
-/** Developer warnings: left out of production builds (bundlers replace `process.env.NODE_ENV`). */
-const DEV = process.env.NODE_ENV !== 'production';
-
 /**
  * @param mutationOptions builds the tRPC mutation options from the request options this hook supplies:
  *   `(request) => trpc.notes.create.mutationOptions({ ...request, onSuccess: … })`. Called on every
@@ -177,8 +174,8 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
     inFlight: null as Promise<State> | null,
     /** As the link last reported it. */
     maxAttempts: DEFAULT_MAX_ATTEMPTS,
-    warned: false,
-    warnedTransformer: false,
+    /** The developer warnings already given (each once per hook instance). */
+    warned: undefined as { link?: true; transformer?: true } | undefined,
   }));
 
   const mutation = useMutation<TData, TError, TVariables, TOnMutateResult>({
@@ -286,15 +283,19 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
         // answer is definite: a new intent next.
         if (status !== 'unknown' && status !== 'unresolved') store.retire(key);
         setInFlightKey(null);
-        if (DEV && !linkSeen && !self.warned) {
-          self.warned = true;
-          console.warn('useIdempotentMutation: no idempotentRetryLink() in the tRPC client');
-        }
-        if (DEV && status === 'unresolved' && !settings.transformer && !self.warnedTransformer) {
-          self.warnedTransformer = true;
-          console.warn(
-            'useIdempotentMutation: a re-sent payload got 422. If the tRPC links use a transformer, pass it as `transformer`.',
-          );
+        // Developer warnings, left out of production builds (bundlers replace `process.env.NODE_ENV`).
+        if (process.env.NODE_ENV !== 'production') {
+          self.warned ??= {};
+          if (!linkSeen && !self.warned.link) {
+            self.warned.link = true;
+            console.warn('useIdempotentMutation: no idempotentRetryLink() in the tRPC client');
+          }
+          if (status === 'unresolved' && !settings.transformer && !self.warned.transformer) {
+            self.warned.transformer = true;
+            console.warn(
+              'useIdempotentMutation: a re-sent payload got 422. If the tRPC links use a transformer, pass it as `transformer`.',
+            );
+          }
         }
         return show(status, data, error);
       };
