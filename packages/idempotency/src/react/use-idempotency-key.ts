@@ -122,7 +122,8 @@ const NOTHING_SENT: Seen<never> = { inDoubt: null, inFlightElsewhere: false };
  */
 export function useIntent<TPayload>(intentId: string, options: UseIdempotencyKeyOptions = {}) {
   const store = getIntentStore(intentId, options.storage);
-  const { transformer, maxIntentAgeMs = DEFAULT_MAX_INTENT_AGE_MS } = options;
+  const { transformer } = options;
+  const maxIntentAgeMs = options.maxIntentAgeMs ?? DEFAULT_MAX_INTENT_AGE_MS;
   if (!(maxIntentAgeMs > 0)) throw new RangeError('maxIntentAgeMs must be a positive number');
   const settings: IntentSettings = {
     transformer,
