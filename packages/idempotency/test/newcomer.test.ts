@@ -258,7 +258,8 @@ beforeAll(async () => {
   const unprotected = EXPRESS_APP.replace(", idempotency.transactional({ procedure: 'notes.create' })", '')
     .replace('idempotency.context(res).scope', "'alice'")
     .replace('idempotency.tx(res)', 'db');
-  if (unprotected.includes('idempotency.transactional')) throw new Error('the control must drop the middleware');
+  if (unprotected.includes('idempotency.transactional'))
+    throw new Error('the control must drop the middleware');
   await writeFile(path.join(appDir, 'express-app-unprotected.mjs'), unprotected);
 }, 300_000);
 
@@ -308,9 +309,10 @@ describe('a newcomer app, from the packed tarball and the README', () => {
   it('on Express, with the README’s plain HTTP recipe: passes the conformance kit', async () => {
     const report = await runApp('express-app.mjs');
     expect(report.passed, report.printed).toBe(true);
-    expect(report.ran.map(([id]) => id), report.printed).toEqual(
-      expect.arrayContaining(['replay', 'fingerprint', 'concurrency', 'scope', 'missing-key']),
-    );
+    expect(
+      report.ran.map(([id]) => id),
+      report.printed,
+    ).toEqual(expect.arrayContaining(['replay', 'fingerprint', 'concurrency', 'scope', 'missing-key']));
   }, 120_000);
 
   it('control: the same Express route without the middleware fails the kit', async () => {
