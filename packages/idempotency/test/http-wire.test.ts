@@ -277,6 +277,72 @@ describe('external mode on the wire', () => {
   });
 });
 
+describe('external mode: the lease, its renewal and its fencing, through the Fetch adapter', () => {
+  /** A handler slower than its 2 s lease, and a duplicate sent 2.6 s in: does the duplicate run it again? */
+  async function slowerThanTheLease(store: ReturnType<typeof createPrismaIdempotencyStore<Database>>) {
+    let runs = 0;
+    const idempotency = createFetchIdempotency({
+      store,
+      getScope: (request) => request.headers.get('x-principal'),
+    });
+    const route = idempotency.external(
+      async () => {
+        runs += 1;
+        await new Promise((resolve) => setTimeout(resolve, 3_200));
+        return Response.json({ run: runs }, { status: 201 });
+      },
+      { leaseSeconds: 2 },
+    );
+    const scope = uniqueScope();
+    const first = route(post(scope, 'k-lease', '{}'));
+    await new Promise((resolve) => setTimeout(resolve, 2_600));
+    const duplicate = await route(post(scope, 'k-lease', '{}'));
+    return { first: await first, duplicate, runs };
+  }
+
+  it('a live handler slower than its lease keeps its key (renewed): the duplicate gets 409, one run', async () => {
+    const { first, duplicate, runs } = await slowerThanTheLease(createPrismaIdempotencyStore(db));
+    expect(first.status).toBe(201);
+    expect(duplicate.status).toBe(409);
+    expect(await problemOf(duplicate)).toMatchObject({ code: IdempotencyErrorCode.inProgress });
+    expect(runs).toBe(1);
+  }, 20_000);
+
+  it('control: the same store without renewLease loses the key mid-run: the duplicate takes over and runs it again, the first is fenced (409 lease lost)', async () => {
+    const withoutRenewal = createPrismaIdempotencyStore(db, { leaseRenewal: false });
+    const { first, duplicate, runs } = await slowerThanTheLease(withoutRenewal);
+    expect(runs).toBe(2);
+    expect(first.status).toBe(409);
+    expect(await problemOf(first)).toMatchObject({ type: problemTypeOf(IdempotencyErrorCode.leaseLost) });
+    expect(duplicate.status).toBe(201);
+  }, 20_000);
+});
+
+describe('onEvent', () => {
+  it('reports each request’s outcome under the route’s name, with a key hash (never the key)', async () => {
+    const events: Array<{ procedure: string; mode: string; outcome: string; keyHash: string | null }> = [];
+    const idempotency = createFetchIdempotency({
+      store: createPrismaIdempotencyStore(db),
+      getScope: (request) => request.headers.get('x-principal'),
+      onEvent: (event) => events.push(event),
+    });
+    const route = idempotency.transactional(async () => new Response('ok'));
+    const scope = uniqueScope();
+    await route(post(scope, 'k-event', '{"a":1}'));
+    await route(post(scope, 'k-event', '{"a":1}'));
+    await route(post(scope, 'k-event', '{"a":2}'));
+    await route(post(scope, null, '{}'));
+    expect(events.map(({ procedure, mode, outcome }) => [procedure, mode, outcome])).toEqual([
+      ['POST /orders', 'transactional', 'executed'],
+      ['POST /orders', 'transactional', 'replayed'],
+      ['POST /orders', 'transactional', 'mismatch'],
+      ['POST /orders', 'transactional', 'rejected'],
+    ]);
+    expect(events[0]?.keyHash).toMatch(/^[0-9a-f]+$/);
+    expect(JSON.stringify(events)).not.toContain('k-event');
+  });
+});
+
 describe('storedResponseOf: which answers are stored', () => {
   const answer = (status: number, body = 'x') => ({
     status,
