@@ -33,7 +33,9 @@ export function createExpressIdempotency<TTx>(config: CreateExpressIdempotencyCo
   /** Each response's context, while its handler runs; nothing is added to `req` or `res.locals`. */
   const contexts = new WeakMap<Response, HttpIdempotencyContext | TransactionalHttpContext<TTx>>();
 
-  function middleware(route: HttpRoute<Request, HttpIdempotencyContext>): RequestHandler {
+  function middleware<TContext extends HttpIdempotencyContext>(
+    route: HttpRoute<Request, TContext>,
+  ): RequestHandler {
     return (req: Request, res: Response, next: NextFunction) => {
       const hold = holdResponse(res);
       route(
@@ -68,7 +70,7 @@ export function createExpressIdempotency<TTx>(config: CreateExpressIdempotencyCo
   return {
     /** The claim, the handler's writes (through `tx(res)`) and the stored response commit in one transaction. */
     transactional(options?: HttpRouteOptions): RequestHandler {
-      return middleware(guard.transactional(options) as HttpRoute<Request, HttpIdempotencyContext>);
+      return middleware(guard.transactional(options));
     },
     /** For effects outside the database: forward `context(res).key` to the outside service. */
     external(options?: HttpRouteOptions): RequestHandler {
