@@ -166,6 +166,29 @@ describe('the Fetch adapter on the wire', () => {
     expect(await rowsOf(scope)).toBe(1);
   });
 
+  it('one route name at two paths: the same key and body sent to another path (or query) → 422, to the same path → replay', async () => {
+    const pay = idempotency.external(
+      async (request) => Response.json({ paid: new URL(request.url).pathname }),
+      {
+        procedure: 'orders.pay',
+      },
+    );
+    const scope = uniqueScope();
+    const at = (target: string) =>
+      new Request(`http://app.test${target}`, {
+        method: 'POST',
+        headers: { 'x-principal': scope, 'idempotency-key': 'k-pay', 'content-type': 'application/json' },
+        body: '{}',
+      });
+    expect((await pay(at('/orders/7/pay'))).status).toBe(200);
+    expect((await pay(at('/orders/7/pay'))).headers.get('idempotent-replayed')).toBe('true');
+    for (const other of ['/orders/8/pay', '/orders/7/pay?amount=2']) {
+      const response = await pay(at(other));
+      expect(response.status, other).toBe(422);
+      expect((await problemOf(response)).code).toBe(IdempotencyErrorCode.keyReused);
+    }
+  });
+
   it('no principal → 401 (about:blank); an unstable one → 400 idempotency_scope_unstable', async () => {
     const anonymous = await route(post(null, 'k-401', '{}'));
     expect(anonymous.status).toBe(401);

@@ -43,6 +43,7 @@ export function createExpressIdempotency<TTx>(config: CreateExpressIdempotencyCo
           request: req,
           method: req.method,
           path: `${req.baseUrl}${req.path}`,
+          pathAndQuery: req.originalUrl,
           keyHeader: req.get(IDEMPOTENCY_KEY_HEADER) ?? null,
           readBody: () => bodyOf(req),
         },

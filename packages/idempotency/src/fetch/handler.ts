@@ -54,11 +54,13 @@ function wrap<TContext, TArgs extends unknown[]>(
   return async (request, ...args) => {
     // The handler reads the original; the fingerprint reads a copy of the body.
     const copy = request.clone();
+    const url = new URL(request.url);
     const answer = await route(
       {
         request,
         method: request.method,
-        path: new URL(request.url).pathname,
+        path: url.pathname,
+        pathAndQuery: `${url.pathname}${url.search}`,
         keyHeader: request.headers.get(IDEMPOTENCY_KEY_HEADER),
         readBody: async () => ({
           kind: 'bytes',

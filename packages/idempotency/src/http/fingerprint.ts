@@ -1,5 +1,6 @@
 /**
- * The fingerprint of a plain HTTP request: the route's name and its body. A JSON body (`application/json`,
+ * The fingerprint of a plain HTTP request: the route's name, the request target (method, path and query: one
+ * key sent to `/orders/7/pay` and then to `/orders/8/pay` is another request, 422) and its body. A JSON body (`application/json`,
  * `…+json`) is fingerprinted as canonical JSON (RFC 8785), so reordered keys and other whitespace are the same
  * request, exactly as on the tRPC adapter; any other body by its bytes; no body as `null`.
  */
@@ -20,8 +21,8 @@ export function isJsonContentType(contentType: string | null): boolean {
 }
 
 /** Throws IdempotencyError (400) for a body that says it is JSON and is not, or that has no canonical form. */
-export function fingerprintHttpRequest(procedure: string, body: HttpBody): string {
-  const input = inputOf(body);
+export function fingerprintHttpRequest(procedure: string, target: string, body: HttpBody): string {
+  const input = { target, body: inputOf(body) };
   try {
     return fingerprintRequest(procedure, input);
   } catch {

@@ -71,7 +71,7 @@ export interface HttpIdempotencyContext {
   keyed: boolean;
   /** The principal the key is scoped to. */
   scope: string;
-  /** SHA-256 of the canonical route name + body. */
+  /** SHA-256 of the canonical route name, method, path, query and body. */
   fingerprint: string;
 }
 
@@ -84,8 +84,10 @@ export interface TransactionalHttpContext<TTx> extends HttpIdempotencyContext {
 export interface HttpRequestFacts<TRequest> {
   request: TRequest;
   method: string;
-  /** The URL's path, without the query. */
+  /** The URL's path, without the query: the default route name. */
   path: string;
+  /** The URL's path and query as sent (`/orders/7/pay?dryRun=1`): part of the fingerprint. */
+  pathAndQuery: string;
   /** The raw `Idempotency-Key` header value, or null when absent. */
   keyHeader: string | null;
   readBody(): MaybePromise<HttpBody>;
@@ -134,7 +136,11 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
         report(RequestOutcome.rejected);
         return unauthenticatedProblem();
       }
-      const fingerprint = fingerprintHttpRequest(procedure, await facts.readBody());
+      const fingerprint = fingerprintHttpRequest(
+        procedure,
+        `${facts.method.toUpperCase()} ${facts.pathAndQuery}`,
+        await facts.readBody(),
+      );
       const idempotency = { key, keyed, scope, fingerprint };
       if (!keyed) {
         const answer = await run.unkeyed(idempotency);
