@@ -48,6 +48,9 @@ const expectedPeersBySubpath: Record<string, string[]> = {
   './react': ['@tanstack/react-query', 'react'],
   './trpc': ['@trpc/server'],
   './prisma': [],
+  // The plain HTTP adapters import no framework at runtime: Express only for its types.
+  './fetch': [],
+  './express': [],
 };
 /** Browser bundles: no `node:*` module may be reachable from these. */
 const browserSubpaths = ['./client', './react'];
@@ -64,8 +67,10 @@ const linkedPackages = [
   '@trpc/client',
   '@trpc/server',
   '@trpc/tanstack-react-query',
+  '@types/express',
   '@types/node',
   '@types/react',
+  'express',
   'react',
   'structured-headers',
   'superjson',
@@ -146,7 +151,16 @@ afterAll(async () => {
 
 describe('the packed package', () => {
   it('exports the same subpaths as the workspace: source in the workspace, dist in the tarball', () => {
-    expect(subpaths).toEqual(['.', './client', './react', './trpc', './prisma', './testing']);
+    expect(subpaths).toEqual([
+      '.',
+      './client',
+      './react',
+      './trpc',
+      './prisma',
+      './testing',
+      './fetch',
+      './express',
+    ]);
     expect(Object.keys(packed.exports)).toEqual(Object.keys(workspaceManifest.exports));
     for (const subpath of subpaths) {
       expect(workspaceManifest.exports[subpath]).toMatch(/^\.\/src\/.+\.ts$/);
@@ -196,13 +210,15 @@ describe('the packed package', () => {
     expect(messages.map((message) => `${message.type}: ${formatMessage(message, pkg)}`)).toEqual([]);
   });
 
-  it('declares tRPC, TanStack Query, React and Prisma as optional peers, never as dependencies', () => {
+  it('declares tRPC, TanStack Query, React, Prisma and Express as optional peers, never as dependencies', () => {
     const peers = Object.keys(packed.peerDependencies ?? {}).sort();
     expect(peers).toEqual([
       '@prisma/client',
       '@tanstack/react-query',
       '@trpc/client',
       '@trpc/server',
+      '@types/express',
+      'express',
       'react',
     ]);
     for (const peer of peers) {
