@@ -23,5 +23,6 @@ export function isPrintableAscii(value: string): boolean {
 
 /** True for a key the server accepts: 1 to `MAX_KEY_LENGTH` printable ASCII characters. */
 export function isValidIdempotencyKey(key: string): boolean {
-  return key.length >= 1 && key.length <= MAX_KEY_LENGTH && isPrintableAscii(key);
+  // The pattern needs at least one character.
+  return key.length <= MAX_KEY_LENGTH && isPrintableAscii(key);
 }

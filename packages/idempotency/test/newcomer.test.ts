@@ -5,7 +5,8 @@
  * "HTTP adapters" says — plain JavaScript, no TypeScript, nothing from this workspace — and the packed
  * `./testing` kit run against it. About 15 s, most of it `pnpm build`, `pnpm install` and `prisma generate`.
  * The control is the same app without the recipe's `responseMeta` line: the kit fails it (no
- * `Idempotent-Replayed` on a replay).
+ * `Idempotent-Replayed` on a replay). The same newcomer on Express (`./express`) passes the kit too, and the
+ * route without the middleware fails it.
  *
  * The Prisma CLI runs offline through the repository's wasm schema engine (PRISMA_SCHEMA_ENGINE_BINARY, the
  * README's offline route); everything else the app imports is the registry's.
@@ -132,6 +133,59 @@ server.close();
 await db.$disconnect();
 `;
 
+/**
+ * The same newcomer on Express 5 with the README's "Plain HTTP" recipe (`express.json()`, then the middleware,
+ * the write through `idempotency.tx(res)`), and the packed kit as a plain HTTP target.
+ */
+const EXPRESS_APP = `
+import { createExpressIdempotency } from '@idem/idempotency/express';
+import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
+import { runIdempotencyConformance, formatConformanceReport } from '@idem/idempotency/testing';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from '@prisma/client';
+import express from 'express';
+
+const db = new PrismaClient({ adapter: new PrismaPg({ connectionString: process.env.DATABASE_URL }) });
+const tokens = { 'token-alice': 'alice', 'token-bob': 'bob' };
+const idempotency = createExpressIdempotency({
+  store: createPrismaIdempotencyStore(db),
+  getScope: (req) => tokens[(req.get('authorization') ?? '').replace(/^Bearer /, '')] ?? null,
+});
+const app = express();
+app.post('/notes', express.json(), idempotency.transactional({ procedure: 'notes.create' }), async (req, res) => {
+  const text = req.body?.text;
+  if (typeof text !== 'string' || text === '') return res.status(400).json({ error: 'text is required' });
+  if (text === 'taken') return res.status(422).json({ error: 'That text is taken.' });
+  const author = idempotency.context(res).scope;
+  await idempotency.tx(res).$executeRawUnsafe('insert into notes (author, text) values ($1, $2)', author, text);
+  res.status(201).location('/notes/' + encodeURIComponent(text)).json({ text, at: new Date() });
+});
+const server = await new Promise((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
+
+let n = 0;
+const report = await runIdempotencyConformance({
+  protocol: 'http',
+  url: 'http://127.0.0.1:' + server.address().port + '/notes',
+  procedure: 'notes.create',
+  input: () => ({ text: 'express note ' + ++n }),
+  differentInput: () => ({ text: 'express other ' + ++n }),
+  invalidInput: () => ({ text: '' }),
+  principals: [
+    { headers: { authorization: 'Bearer token-alice' }, scope: 'alice' },
+    { headers: { authorization: 'Bearer token-bob' }, scope: 'bob' },
+  ],
+  unauthenticatedHeaders: {},
+  executions: async () => Number((await db.$queryRawUnsafe('select count(*)::int as n from notes'))[0].n),
+  businessErrorInput: () => ({ text: 'taken' }),
+  store: createPrismaIdempotencyStore(db),
+});
+console.error(formatConformanceReport(report));
+console.log(JSON.stringify({ passed: report.passed, ran: report.results.map((r) => [r.id, r.passed]) }));
+server.closeAllConnections();
+server.close();
+await db.$disconnect();
+`;
+
 let scratch: string;
 let appDir: string;
 let schema: string;
@@ -153,6 +207,7 @@ beforeAll(async () => {
     'prisma',
     'superjson',
     'zod',
+    'express',
   ])
     dependencies[name] = catalogVersion(name);
   await writeFile(
@@ -199,6 +254,13 @@ beforeAll(async () => {
   const withoutResponseMeta = APP.replace('  responseMeta: idempotency.responseMeta,\n', '');
   if (withoutResponseMeta === APP) throw new Error('the control must drop the responseMeta line');
   await writeFile(path.join(appDir, 'app-without-response-meta.mjs'), withoutResponseMeta);
+  await writeFile(path.join(appDir, 'express-app.mjs'), EXPRESS_APP);
+  const unprotected = EXPRESS_APP.replace(", idempotency.transactional({ procedure: 'notes.create' })", '')
+    .replace('idempotency.context(res).scope', "'alice'")
+    .replace('idempotency.tx(res)', 'db');
+  if (unprotected.includes('idempotency.transactional'))
+    throw new Error('the control must drop the middleware');
+  await writeFile(path.join(appDir, 'express-app-unprotected.mjs'), unprotected);
 }, 300_000);
 
 afterAll(async () => {
@@ -242,5 +304,21 @@ describe('a newcomer app, from the packed tarball and the README', () => {
     // Every check a target without fault injection supports ran, and passed.
     expect(report.ran.length, report.printed).toBeGreaterThanOrEqual(8);
     console.log(`[newcomer] ${report.ran.length} checks passed: ${report.ran.map(([id]) => id).join(', ')}`);
+  }, 120_000);
+
+  it('on Express, with the README’s plain HTTP recipe: passes the conformance kit', async () => {
+    const report = await runApp('express-app.mjs');
+    expect(report.passed, report.printed).toBe(true);
+    expect(
+      report.ran.map(([id]) => id),
+      report.printed,
+    ).toEqual(expect.arrayContaining(['replay', 'fingerprint', 'concurrency', 'scope', 'missing-key']));
+  }, 120_000);
+
+  it('control: the same Express route without the middleware fails the kit', async () => {
+    const report = await runApp('express-app-unprotected.mjs');
+    expect(report.passed).toBe(false);
+    for (const id of ['replay', 'fingerprint', 'concurrency', 'missing-key'])
+      expect(report.ran, id).toContainEqual([id, false]);
   }, 120_000);
 });

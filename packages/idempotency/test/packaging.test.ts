@@ -39,8 +39,8 @@ const subpaths = Object.keys(workspaceManifest.exports).filter((subpath) => subp
 /**
  * The peers each subpath may reach, transitively. Exact, so that a new import of a peer is a decision made
  * here (and in the README's table), not an accident. `./prisma` and `./sqlite` are structural: they import no
- * Prisma module, and the package declares `@prisma/client` only for the versions it is tested with. `./testing` is not listed: it may
- * use any declared peer.
+ * Prisma module, and the package declares `@prisma/client` only for the versions it is tested with. `./testing`
+ * is not listed: it may use any declared peer.
  */
 const expectedPeersBySubpath: Record<string, string[]> = {
   '.': [],
@@ -49,6 +49,9 @@ const expectedPeersBySubpath: Record<string, string[]> = {
   './trpc': ['@trpc/server'],
   './prisma': [],
   './sqlite': [],
+  // The plain HTTP adapters import no framework at runtime: Express only for its types.
+  './fetch': [],
+  './express': [],
 };
 /** Browser bundles: no `node:*` module may be reachable from these. */
 const browserSubpaths = ['./client', './react'];
@@ -65,8 +68,10 @@ const linkedPackages = [
   '@trpc/client',
   '@trpc/server',
   '@trpc/tanstack-react-query',
+  '@types/express',
   '@types/node',
   '@types/react',
+  'express',
   'react',
   'structured-headers',
   'superjson',
@@ -147,7 +152,17 @@ afterAll(async () => {
 
 describe('the packed package', () => {
   it('exports the same subpaths as the workspace: source in the workspace, dist in the tarball', () => {
-    expect(subpaths).toEqual(['.', './client', './react', './trpc', './prisma', './sqlite', './testing']);
+    expect(subpaths).toEqual([
+      '.',
+      './client',
+      './react',
+      './trpc',
+      './prisma',
+      './sqlite',
+      './testing',
+      './fetch',
+      './express',
+    ]);
     expect(Object.keys(packed.exports)).toEqual(Object.keys(workspaceManifest.exports));
     for (const subpath of subpaths) {
       expect(workspaceManifest.exports[subpath]).toMatch(/^\.\/src\/.+\.ts$/);
@@ -197,13 +212,15 @@ describe('the packed package', () => {
     expect(messages.map((message) => `${message.type}: ${formatMessage(message, pkg)}`)).toEqual([]);
   });
 
-  it('declares tRPC, TanStack Query, React and Prisma as optional peers, never as dependencies', () => {
+  it('declares tRPC, TanStack Query, React, Prisma and Express as optional peers, never as dependencies', () => {
     const peers = Object.keys(packed.peerDependencies ?? {}).sort();
     expect(peers).toEqual([
       '@prisma/client',
       '@tanstack/react-query',
       '@trpc/client',
       '@trpc/server',
+      '@types/express',
+      'express',
       'react',
     ]);
     for (const peer of peers) {

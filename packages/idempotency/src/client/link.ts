@@ -113,24 +113,25 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
 
       return observable<OperationResultEnvelope<unknown, TRPCClientError<TRouter>>, TRPCClientError<TRouter>>(
         (observer) => {
+          const { signal } = op;
           let attempt = 0;
           let done = false;
           let current: Unsubscribable | undefined;
           // Aborted when the caller's signal aborts or the consumer unsubscribes: ends a pending wait.
           const waiting = new AbortController();
-          const onAbort = () => waiting.abort(op.signal?.reason);
-          op.signal?.addEventListener('abort', onAbort, { once: true });
+          const onAbort = () => waiting.abort(signal?.reason);
+          signal?.addEventListener('abort', onAbort, { once: true });
 
           const finish = () => {
             done = true;
-            op.signal?.removeEventListener('abort', onAbort);
+            signal?.removeEventListener('abort', onAbort);
           };
           const fail = (error: TRPCClientError<TRouter>) => {
             if (done) return;
             finish();
             observer.error(error);
           };
-          const failAborted = () => fail(TRPCClientError.from(abortError(op.signal)));
+          const failAborted = () => fail(TRPCClientError.from(abortError(signal)));
 
           const send = () => {
             attempt += 1;
@@ -145,7 +146,7 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
               },
               error(error) {
                 if (done) return;
-                const reason = op.signal?.aborted ? undefined : retryReasonOf(error);
+                const reason = signal?.aborted ? undefined : retryReasonOf(error);
                 const response = errorResponseOf(error);
                 if (reason === undefined || attempt >= maxAttempts) {
                   const status = httpStatusOf(error);
@@ -165,7 +166,7 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
                     if (waiting.signal.aborted) failAborted();
                     else send();
                   },
-                  () => (op.signal?.aborted ? failAborted() : fail(error)),
+                  () => (signal?.aborted ? failAborted() : fail(error)),
                 );
               },
               complete() {

@@ -8,7 +8,7 @@ export class MissingIdempotencyKeyError extends Error {
 
   constructor(readonly path: string) {
     super(
-      `${path} is idempotent: call it with a key (useIdempotentMutation, or trpc: { context: { idempotencyKey } }). Not sent.`,
+      `${path} is idempotent: call it with a key (useIdempotentMutation, or context.idempotencyKey). Not sent.`,
     );
   }
 }

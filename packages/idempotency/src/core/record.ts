@@ -10,15 +10,28 @@ export type RecordState = (typeof RecordState)[keyof typeof RecordState];
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
+/**
+ * What the plain HTTP adapters (./fetch, ./express) keep of a response beyond its status: the headers that are
+ * replayed (lower-case names) and how `body` encodes the bytes. The tRPC adapter stores none of it.
+ */
+export interface StoredHttpParts {
+  headers?: { [name: string]: string };
+  /** `base64` for a body that is not valid UTF-8; absent: `body` is the UTF-8 text of the bytes. */
+  bodyEncoding?: 'base64';
+}
+
 /** The response to replay, exactly as the first request produced it. */
 export type StoredResponse =
-  | {
+  | ({
       kind: 'output';
       httpStatus: number;
-      /** The output serialized by the API's transformer, as JSON text (text, not jsonb: key order is kept). */
+      /**
+       * tRPC: the output serialized by the API's transformer, as JSON text (text, not jsonb: key order is kept).
+       * Plain HTTP: the response body (see `bodyEncoding`).
+       */
       body: string;
-    }
-  | {
+    } & StoredHttpParts)
+  | ({
       kind: 'error';
       httpStatus: number;
       /** The API's error code, e.g. tRPC's PAYMENT_REQUIRED. */
@@ -26,7 +39,9 @@ export type StoredResponse =
       message: string;
       /** JSON-safe own properties of the error's cause (e.g. a business `reason`), so a replay explains itself. */
       cause?: { [key: string]: JsonValue };
-    };
+      /** Plain HTTP: the error response's body, replayed byte for byte (see `bodyEncoding`). */
+      body?: string;
+    } & StoredHttpParts);
 
 export interface RecordKey {
   /** Whose key: the principal, from the server's context, never from the client. */

@@ -31,9 +31,8 @@ export const ALIVE_INTERVAL_MS = 2_000;
 export const ALIVE_STALE_MS = 4 * ALIVE_INTERVAL_MS;
 
 /** True while the tab that sent `sent` is still waiting for its outcome (it may be another tab). */
-export function isAlive(sent: SentAttempt | null, now = Date.now()): boolean {
-  return sent?.alive !== undefined && now - sent.alive < ALIVE_STALE_MS;
-}
+export const isAlive = (sent: SentAttempt | null | undefined, now = Date.now()): boolean =>
+  now - (sent?.alive ?? -Infinity) < ALIVE_STALE_MS;
 
 export interface IntentRecord {
   v: 1;
@@ -53,12 +52,10 @@ export interface IntentStore {
   read(): string | null;
   /** Replaces the record (null: forgets the intent) and notifies the subscribers. */
   write(record: IntentRecord | null): void;
-  /** The record, created with a fresh key if there is none. */
-  ensure(): IntentRecord;
+  /** The record, created with a fresh key if there is none — or, with `fresh`, whatever the current one holds. */
+  ensure(fresh?: boolean): IntentRecord;
   /** Forgets the intent after a final outcome — only if it still has `key` (compare-and-delete). */
   retire(key: string): void;
-  /** Starts over with a fresh key, whatever the current record holds. */
-  replace(): void;
 }
 
 export const STORAGE_PREFIX = 'idem:intent:';
@@ -67,12 +64,8 @@ export const STORAGE_PREFIX = 'idem:intent:';
 const memoryItems = new Map<string, string>();
 const memoryStorage: KeyValueStorage = {
   getItem: (name) => memoryItems.get(name) ?? null,
-  setItem: (name, value) => {
-    memoryItems.set(name, value);
-  },
-  removeItem: (name) => {
-    memoryItems.delete(name);
-  },
+  setItem: (name, value) => void memoryItems.set(name, value),
+  removeItem: (name) => void memoryItems.delete(name),
 };
 
 function defaultStorage(): KeyValueStorage {
@@ -83,45 +76,40 @@ function defaultStorage(): KeyValueStorage {
   return memoryStorage;
 }
 
+const isNumber = (value: unknown): value is number => typeof value === 'number';
+
 /** A stored record, or null when there is none or it is not one this version wrote (then a new key is made). */
 export function parseRecord(raw: string | null): IntentRecord | null {
   try {
     const record = JSON.parse(raw ?? 'null') as IntentRecord | null;
     if (record?.v !== 1 || typeof record.key !== 'string' || !isValidIdempotencyKey(record.key)) return null;
     // A record without a valid creation time is as old as can be: if it was sent, it is checked, never re-sent.
-    if (typeof record.createdAt !== 'number' || !Number.isFinite(record.createdAt)) record.createdAt = 0;
+    if (!Number.isFinite(record.createdAt)) record.createdAt = 0;
     const sent = record.sent;
-    if (typeof sent?.payload !== 'string' || typeof sent.at !== 'number') record.sent = null;
-    else if (sent.alive !== undefined && typeof sent.alive !== 'number') delete sent.alive;
+    if (typeof sent?.payload !== 'string' || !isNumber(sent.at)) record.sent = null;
+    else if (sent.alive !== undefined && !isNumber(sent.alive)) delete sent.alive;
     return record;
   } catch {
     return null;
   }
 }
 
-/** A new intent: a fresh key, nothing sent yet. */
-const newRecord = (): IntentRecord => ({
-  v: 1,
-  key: createIdempotencyKey(),
-  createdAt: Date.now(),
-  sent: null,
-});
-
+/**
+ * The store of `name` in the storage `resolveStorage` gives (called lazily: never at module load or on the
+ * server). Once the storage throws (blocked, quota exceeded), the store uses memory for the page life.
+ */
 function createIntentStore(name: string, resolveStorage: () => KeyValueStorage): IntentStore {
   const listeners = new Set<() => void>();
-  // Resolved lazily: never at module load or on the server.
   let storage: KeyValueStorage | undefined;
-  /** Runs `use` on the storage; once it throws (blocked, quota exceeded), on memory for the page life. */
   const withStorage = <T>(use: (target: KeyValueStorage) => T): T => {
     try {
       storage ??= resolveStorage();
       return use(storage);
     } catch {
       storage = memoryStorage;
-      return use(memoryStorage);
+      return use(storage);
     }
   };
-
   const notify = () => {
     for (const listener of listeners) listener();
   };
@@ -129,43 +117,38 @@ function createIntentStore(name: string, resolveStorage: () => KeyValueStorage):
   const onStorage = (event: StorageEvent) => {
     if (event.key === name || event.key === null) notify();
   };
-
-  const store: IntentStore = {
+  const read = () => withStorage((target) => target.getItem(name));
+  const write = (record: IntentRecord | null) => {
+    withStorage((target) =>
+      record ? target.setItem(name, JSON.stringify(record)) : target.removeItem(name),
+    );
+    notify();
+  };
+  return {
     subscribe(listener) {
-      if (listeners.size === 0 && typeof window !== 'undefined')
-        window.addEventListener('storage', onStorage);
+      if (!listeners.size && typeof window !== 'undefined') window.addEventListener('storage', onStorage);
       listeners.add(listener);
       return () => {
         listeners.delete(listener);
-        if (listeners.size === 0 && typeof window !== 'undefined')
+        if (!listeners.size && typeof window !== 'undefined')
           window.removeEventListener('storage', onStorage);
       };
     },
-    read: () => withStorage((target) => target.getItem(name)),
-    write(record) {
-      withStorage((target) =>
-        record ? target.setItem(name, JSON.stringify(record)) : target.removeItem(name),
-      );
-      notify();
-    },
-    ensure() {
-      let record = parseRecord(store.read());
+    read,
+    write,
+    ensure(fresh) {
+      let record = fresh ? null : parseRecord(read());
       if (!record) {
-        store.write(newRecord());
-        record = parseRecord(store.read());
+        write({ v: 1, key: createIdempotencyKey(), createdAt: Date.now(), sent: null });
+        record = parseRecord(read());
       }
       if (!record) throw new Error('The idempotency key could not be stored');
       return record;
     },
     retire(key) {
-      if (parseRecord(store.read())?.key === key) store.write(null);
-    },
-    replace() {
-      store.write(newRecord());
-      store.ensure();
+      if (parseRecord(read())?.key === key) write(null);
     },
   };
-  return store;
 }
 
 const stores = new WeakMap<object, Map<string, IntentStore>>();
@@ -180,12 +163,13 @@ export function getIntentStore(intentId: string, storage: KeyValueStorage | null
   const token = storage === undefined ? defaultStorage : (storage ?? memoryStorage);
   const byIntent = stores.get(token) ?? new Map<string, IntentStore>();
   stores.set(token, byIntent);
-  let store = byIntent.get(intentId);
-  if (!store) {
-    const resolve = storage === undefined ? defaultStorage : () => storage ?? memoryStorage;
-    store = createIntentStore(STORAGE_PREFIX + intentId, resolve);
-    byIntent.set(intentId, store);
-  }
+  const store =
+    byIntent.get(intentId) ??
+    createIntentStore(
+      STORAGE_PREFIX + intentId,
+      storage === undefined ? defaultStorage : () => storage ?? memoryStorage,
+    );
+  byIntent.set(intentId, store);
   return store;
 }
 
@@ -195,18 +179,16 @@ export function getIntentStore(intentId: string, storage: KeyValueStorage | null
  * page goes away (a reload then shows the attempt in doubt at once) and when the returned `stop` is called.
  */
 export function keepAlive(store: IntentStore, key: string): () => void {
-  const mark = (alive: number | undefined) => {
+  const mark = (alive?: number) => {
     const record = parseRecord(store.read());
-    if (record?.key !== key || !record.sent) return;
-    const { alive: _previous, ...sent } = record.sent;
-    store.write({ ...record, sent: alive === undefined ? sent : { ...sent, alive } });
+    if (record?.key === key && record.sent) store.write({ ...record, sent: { ...record.sent, alive } });
   };
   const timer = setInterval(() => mark(Date.now()), ALIVE_INTERVAL_MS);
-  const onPageHide = () => mark(undefined);
+  const onPageHide = () => mark();
   if (typeof window !== 'undefined') window.addEventListener('pagehide', onPageHide);
   return () => {
     clearInterval(timer);
     if (typeof window !== 'undefined') window.removeEventListener('pagehide', onPageHide);
-    mark(undefined);
+    mark();
   };
 }

@@ -10,11 +10,6 @@ export interface PayloadSerializer {
   parse(text: string): unknown;
 }
 
-export const jsonSerializer: PayloadSerializer = {
-  stringify: (value) => JSON.stringify(value),
-  parse: (text) => JSON.parse(text),
-};
-
 /**
  * The tRPC client's transformer (the one its links send with, e.g. `superjson`): it defines the wire form, and
  * with `deserialize` the hook stores payloads in that form, so a stored payload re-sends the same request.
@@ -30,6 +25,12 @@ export function transformerSerializer(transformer: PayloadTransformer): PayloadS
     parse: (text) => transformer.deserialize(JSON.parse(text)),
   };
 }
+
+/** Plain JSON: `JSON.stringify` and `JSON.parse`. */
+export const jsonSerializer: PayloadSerializer = /* @__PURE__ */ transformerSerializer({
+  serialize: (value) => value,
+  deserialize: (value) => value,
+});
 
 /**
  * True when `a` and `b` are the same request on the wire under `transformer` (default: plain JSON), i.e. the
@@ -54,7 +55,7 @@ export function serializePayload(
   const text = serializer.stringify(payload);
   if (!payloadEquals(serializer.parse(text), payload, transformer)) {
     throw new TypeError(
-      'The payload does not survive `serializer`: stored and read back it is another request on the wire',
+      'The payload does not survive `serializer`: read back, it is another request on the wire',
     );
   }
   return text;

@@ -1,5 +1,4 @@
 import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
-import { plainJsonWire } from '../core/wire-form.ts';
 import {
   ALIVE_STALE_MS,
   getIntentStore,
@@ -96,15 +95,6 @@ export interface IntentSettings {
   maxIntentAgeMs: number;
 }
 
-function resolveSettings(options: UseIdempotencyKeyOptions): IntentSettings {
-  const maxIntentAgeMs = options.maxIntentAgeMs ?? DEFAULT_MAX_INTENT_AGE_MS;
-  if (!(maxIntentAgeMs > 0)) throw new RangeError('maxIntentAgeMs must be a positive number of milliseconds');
-  const { transformer } = options;
-  const serializer =
-    options.serializer ?? (transformer ? transformerSerializer(transformer) : jsonSerializer);
-  return { transformer, serializer, maxIntentAgeMs };
-}
-
 /** A record dated further ahead than this was written under another clock: its age is unknown. */
 const CLOCK_SLACK_MS = 5 * 60 * 1000;
 
@@ -112,10 +102,18 @@ const CLOCK_SLACK_MS = 5 * 60 * 1000;
  * True once an intent first sent at `createdAt` may no longer be re-sent — also when `createdAt` lies in the
  * future (the clock was turned back): an age that cannot be known is treated as too old, so it is checked.
  */
-export function isIntentExpired(createdAt: number, settings: IntentSettings, now = Date.now()): boolean {
+export function isIntentExpired(createdAt: number, maxIntentAgeMs: number, now = Date.now()): boolean {
   const age = now - createdAt;
-  return age >= settings.maxIntentAgeMs || age < -CLOCK_SLACK_MS;
+  return age >= maxIntentAgeMs || age < -CLOCK_SLACK_MS;
 }
+
+/** What a render knows of the intent's sent attempt; `changesAt`: when that changes with the time alone. */
+interface Seen<TPayload> {
+  inDoubt: InDoubtAttempt<TPayload> | null;
+  inFlightElsewhere: boolean;
+  changesAt?: number | undefined;
+}
+const NOTHING_SENT: Seen<never> = { inDoubt: null, inFlightElsewhere: false };
 
 /**
  * @internal The state both hooks share: the intent's store and record, and what this hook instance has in
@@ -124,7 +122,14 @@ export function isIntentExpired(createdAt: number, settings: IntentSettings, now
  */
 export function useIntent<TPayload>(intentId: string, options: UseIdempotencyKeyOptions = {}) {
   const store = getIntentStore(intentId, options.storage);
-  const settings = resolveSettings(options);
+  const { transformer } = options;
+  const maxIntentAgeMs = options.maxIntentAgeMs ?? DEFAULT_MAX_INTENT_AGE_MS;
+  if (!(maxIntentAgeMs > 0)) throw new RangeError('maxIntentAgeMs must be a positive number');
+  const settings: IntentSettings = {
+    transformer,
+    serializer: options.serializer ?? (transformer ? transformerSerializer(transformer) : jsonSerializer),
+    maxIntentAgeMs,
+  };
   const settingsRef = useRef(settings);
   settingsRef.current = settings;
   // The stored text is the snapshot (the same string until it changes); parsed once per change.
@@ -137,46 +142,42 @@ export function useIntent<TPayload>(intentId: string, options: UseIdempotencyKey
 
   // Create the key after mount (never during render: no storage on the server, no hydration mismatch).
   useEffect(() => {
-    if (record === null) store.ensure();
+    if (!record) store.ensure();
   }, [store, record]);
 
-  const { maxIntentAgeMs } = settings;
-  const seen = useMemo(() => {
-    // Re-evaluated on each `clock` tick: what is alive or expired depends on the time, not only the record.
-    void clock;
-    const sent = record?.sent ?? null;
-    const none = { inDoubt: null, inFlightElsewhere: false, changesAt: null };
-    if (!record || !sent || record.key === inFlightKey) return none;
+  // Re-evaluated on each `clock` tick: what is alive or expired depends on the time, not only the record.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `clock` is the tick that re-evaluates it.
+  const seen = useMemo((): Seen<TPayload> => {
+    const sent = record?.sent;
+    if (!sent || record.key === inFlightKey) return NOTHING_SENT;
     const now = Date.now();
     // Another tab is still waiting for this attempt's outcome: in flight, not in doubt.
     if (isAlive(sent, now))
-      return { ...none, inFlightElsewhere: true, changesAt: (sent.alive ?? now) + ALIVE_STALE_MS };
-    const expiresAt = record.createdAt + maxIntentAgeMs;
+      return { inDoubt: null, inFlightElsewhere: true, changesAt: (sent.alive ?? now) + ALIVE_STALE_MS };
     try {
       const payload = settingsRef.current.serializer.parse(sent.payload) as TPayload;
-      const expired = isIntentExpired(record.createdAt, settingsRef.current, now);
-      const inDoubt: InDoubtAttempt<TPayload> = { payload, sentAt: sent.at, expired };
-      return { inDoubt, inFlightElsewhere: false, changesAt: inDoubt.expired ? null : expiresAt };
+      const expired = isIntentExpired(record.createdAt, maxIntentAgeMs, now);
+      return {
+        inDoubt: { payload, sentAt: sent.at, expired },
+        inFlightElsewhere: false,
+        changesAt: expired ? undefined : record.createdAt + maxIntentAgeMs,
+      };
     } catch {
-      return none;
+      return NOTHING_SENT;
     }
   }, [record, inFlightKey, clock, maxIntentAgeMs]);
 
+  const { changesAt } = seen;
   useEffect(() => {
-    if (seen.changesAt === null) return;
-    const delay = Math.min(Math.max(0, seen.changesAt - Date.now()) + 10, MAX_TIMER_MS);
-    const timer = setTimeout(() => setClock((tick) => tick + 1), delay);
+    if (changesAt === undefined) return;
+    const timer = setTimeout(
+      () => setClock((tick) => tick + 1),
+      Math.min(Math.max(0, changesAt - Date.now()) + 10, MAX_TIMER_MS),
+    );
     return () => clearTimeout(timer);
-  }, [seen.changesAt]);
+  }, [changesAt]);
 
-  return {
-    store,
-    record,
-    inDoubt: seen.inDoubt,
-    inFlightElsewhere: seen.inFlightElsewhere,
-    settingsRef,
-    setInFlightKey,
-  };
+  return { store, record, seen, settingsRef, setInFlightKey };
 }
 
 /**
@@ -188,10 +189,7 @@ export function useIdempotencyKey<TPayload = unknown>(
   intentId: string,
   options?: UseIdempotencyKeyOptions,
 ): IdempotencyKeyHandle<TPayload> {
-  const { store, record, inDoubt, inFlightElsewhere, settingsRef, setInFlightKey } = useIntent<TPayload>(
-    intentId,
-    options,
-  );
+  const { store, record, seen, settingsRef, setInFlightKey } = useIntent<TPayload>(intentId, options);
 
   // Stable for a given store, like the store itself.
   const actions = useMemo(
@@ -200,10 +198,7 @@ export function useIdempotencyKey<TPayload = unknown>(
         const record = store.ensure();
         const { serializer, transformer } = settingsRef.current;
         const now = Date.now();
-        const sent = {
-          payload: serializePayload(serializer, payload, transformer ?? plainJsonWire),
-          at: now,
-        };
+        const sent = { payload: serializePayload(serializer, payload, transformer), at: now };
         // The intent's age counts from its first send.
         store.write({ ...record, createdAt: record.sent ? record.createdAt : now, sent });
         setInFlightKey(record.key);
@@ -216,7 +211,7 @@ export function useIdempotencyKey<TPayload = unknown>(
         setInFlightKey(null);
       },
       reset() {
-        store.replace();
+        store.ensure(true);
         setInFlightKey(null);
       },
     }),
@@ -224,7 +219,12 @@ export function useIdempotencyKey<TPayload = unknown>(
   );
 
   return useMemo(
-    () => ({ key: record?.key ?? null, inDoubt, inFlightElsewhere, ...actions }),
-    [record, inDoubt, inFlightElsewhere, actions],
+    () => ({
+      key: record?.key ?? null,
+      inDoubt: seen.inDoubt,
+      inFlightElsewhere: seen.inFlightElsewhere,
+      ...actions,
+    }),
+    [record, seen, actions],
   );
 }

@@ -29,7 +29,7 @@ import { httpStatusOf, isAbortError, retryReasonOf } from '../client/retry-polic
 import { plainJsonWire } from '../core/wire-form.ts';
 import type { IsIdempotentProcedureError } from '../idempotent-procedure.ts';
 import { isAlive, keepAlive, parseRecord } from './intent-store.ts';
-import { type PayloadSerializer, payloadEquals, serializePayload } from './payload.ts';
+import { payloadEquals, serializePayload } from './payload.ts';
 import {
   type InDoubtAttempt,
   isIntentExpired,
@@ -129,35 +129,18 @@ export type IdempotentProcedureOnly<TError> =
  */
 function failureStatus(error: unknown, resentNotReplayed: boolean): IdempotentMutationStatus {
   if (isAbortError(error) || retryReasonOf(error)) return 'unknown';
-  if (resentNotReplayed && httpStatusOf(error) === 422) return 'unresolved';
-  return 'failed';
+  return resentNotReplayed && httpStatusOf(error) === 422 ? 'unresolved' : 'failed';
 }
 
-const UNREADABLE = Symbol('unreadable payload');
-
-/** The stored payload of a sent attempt, or UNREADABLE when the stored text no longer parses. */
-function readSentPayload<TPayload>(
-  serializer: PayloadSerializer,
-  text: string,
-): TPayload | typeof UNREADABLE {
-  try {
-    return serializer.parse(text) as TPayload;
-  } catch {
-    return UNREADABLE;
-  }
-}
-
-function idleState<TData, TError, TVariables>(): IdempotentMutationState<TData, TError, TVariables> {
-  return {
-    status: 'idle',
-    attempt: 0,
-    maxAttempts: DEFAULT_MAX_ATTEMPTS,
-    error: null,
-    data: undefined,
-    input: undefined,
-    recoveredInDoubt: false,
-  };
-}
+const IDLE: IdempotentMutationState<never, never, never> = {
+  status: 'idle',
+  attempt: 0,
+  maxAttempts: DEFAULT_MAX_ATTEMPTS,
+  error: null,
+  data: undefined,
+  input: undefined,
+  recoveredInDoubt: false,
+};
 
 /**
  * @param mutationOptions builds the tRPC mutation options from the request options this hook supplies:
@@ -174,12 +157,12 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
   options: UseIdempotentMutationOptions,
 ): UseIdempotentMutationResult<TData, TError, TVariables> {
   type State = IdempotentMutationState<TData, TError, TVariables>;
-  const { store, record, inDoubt, inFlightElsewhere, settingsRef, setInFlightKey } = useIntent<TVariables>(
+  const { store, record, seen, settingsRef, setInFlightKey } = useIntent<TVariables>(
     options.intentId,
     options,
   );
   const key = record?.key ?? null;
-  const [state, setState] = useState<State>(idleState);
+  const [state, setState] = useState<State>(IDLE);
 
   // This instance's mutable fields, read by the callbacks and never rendered.
   const [self] = useState(() => ({
@@ -191,8 +174,8 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
     inFlight: null as Promise<State> | null,
     /** As the link last reported it. */
     maxAttempts: DEFAULT_MAX_ATTEMPTS,
-    warned: false,
-    warnedTransformer: false,
+    /** The developer warnings already given (each once per hook instance). */
+    warned: undefined as { link?: true; transformer?: true } | undefined,
   }));
 
   const mutation = useMutation<TData, TError, TVariables, TOnMutateResult>({
@@ -203,9 +186,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
     mutationFn: (variables, functionContext) => {
       const context = self.context;
       const mutationFn = context && mutationOptions({ trpc: { context } }).mutationFn;
-      if (!mutationFn) {
-        throw new Error('useIdempotentMutation: not sent by submit(), or no mutationFn');
-      }
+      if (!mutationFn) throw new Error('useIdempotentMutation: not sent by submit(), or no mutationFn');
       return mutationFn(variables, functionContext);
     },
   });
@@ -217,30 +198,34 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
       if (self.inFlight) return self.inFlight;
 
       const record = store.ensure();
-      const key = record.key;
+      const { key, sent: before, createdAt } = record;
       const settings = settingsRef.current;
       const transformer = settings.transformer ?? plainJsonWire;
       // Nothing of this instance is in flight, so a recorded `sent` payload is in doubt (or another tab's, in
       // flight): this submission re-sends it. A different `input` is not sent, the original is (see the module
       // comment) — "different" as the server's fingerprint sees it.
-      const resent = record.sent !== null;
-      let payload: TVariables;
-      let recoveredInDoubt: boolean;
+      const resent = before !== null;
+      /** Ends the submission without sending. */
+      const notSent = (status: IdempotentMutationStatus, input?: TVariables) => {
+        const next: State = { ...IDLE, status, input };
+        setState(next);
+        return Promise.resolve(next);
+      };
+      let payload = input;
+      let recoveredInDoubt = false;
       try {
-        const original = record.sent && readSentPayload<TVariables>(settings.serializer, record.sent.payload);
-        if (original === UNREADABLE) {
-          // What was sent under this key cannot be read back (storage altered): never re-sent, never replaced.
-          const unreadable: State = { ...idleState(), status: 'unresolved' };
-          setState(unreadable);
-          return Promise.resolve(unreadable);
-        }
-        recoveredInDoubt = resent && !payloadEquals(original, input, transformer);
-        payload = recoveredInDoubt ? (original as TVariables) : input;
-        if (resent && isIntentExpired(record.createdAt, settings)) {
+        if (before) {
+          let original: TVariables;
+          try {
+            original = settings.serializer.parse(before.payload) as TVariables;
+          } catch {
+            // What was sent under this key cannot be read back (storage altered): never re-sent, never replaced.
+            return notSent('unresolved');
+          }
+          recoveredInDoubt = !payloadEquals(original, input, transformer);
+          if (recoveredInDoubt) payload = original;
           // Too old to re-send: the server may have forgotten the key. The form asks what became of it.
-          const expired: State = { ...idleState(), status: 'expired', input: original as TVariables };
-          setState(expired);
-          return Promise.resolve(expired);
+          if (isIntentExpired(createdAt, settings.maxIntentAgeMs)) return notSent('expired', original);
         }
         // Persist BEFORE sending: if the page dies once the request has left, the reload knows it is in doubt.
         const now = Date.now();
@@ -250,7 +235,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
           alive: now,
         };
         // The intent's age counts from its first send.
-        store.write({ ...record, createdAt: resent ? record.createdAt : now, sent });
+        store.write({ ...record, createdAt: resent ? createdAt : now, sent });
         setInFlightKey(key);
       } catch (error) {
         return Promise.reject(error);
@@ -298,15 +283,19 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
         // answer is definite: a new intent next.
         if (status !== 'unknown' && status !== 'unresolved') store.retire(key);
         setInFlightKey(null);
-        if (!linkSeen && !self.warned) {
-          self.warned = true;
-          console.warn('useIdempotentMutation: no idempotentRetryLink() in the tRPC client');
-        }
-        if (status === 'unresolved' && !settings.transformer && !self.warnedTransformer) {
-          self.warnedTransformer = true;
-          console.warn(
-            'useIdempotentMutation: a re-sent payload got 422. If the tRPC links use a transformer, pass it as `transformer`.',
-          );
+        // Developer warnings, left out of production builds (bundlers replace `process.env.NODE_ENV`).
+        if (process.env.NODE_ENV !== 'production') {
+          self.warned ??= {};
+          if (!linkSeen && !self.warned.link) {
+            self.warned.link = true;
+            console.warn('useIdempotentMutation: no idempotentRetryLink() in the tRPC client');
+          }
+          if (status === 'unresolved' && !settings.transformer && !self.warned.transformer) {
+            self.warned.transformer = true;
+            console.warn(
+              'useIdempotentMutation: a re-sent payload got 422. If the tRPC links use a transformer, pass it as `transformer`.',
+            );
+          }
         }
         return show(status, data, error);
       };
@@ -326,14 +315,15 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
 
   const reset = useCallback((): boolean => {
     // Another tab waiting for this intent's outcome: a new key here could run the same intent twice.
-    if (self.inFlight || isAlive(parseRecord(store.read())?.sent ?? null)) return false;
-    store.replace();
+    if (self.inFlight || isAlive(parseRecord(store.read())?.sent)) return false;
+    store.ensure(true);
     setInFlightKey(null);
     mutation.reset();
-    setState(idleState);
+    setState(IDLE);
     return true;
   }, [store, setInFlightKey, mutation.reset, self]);
 
+  const { inDoubt, inFlightElsewhere } = seen;
   return useMemo(
     () => ({ submit, state, key, inDoubt, inFlightElsewhere, reset }),
     [submit, state, key, inDoubt, inFlightElsewhere, reset],

@@ -3,7 +3,7 @@
  * detail a developer can act on, or returns a one-line account of what it saw.
  */
 import type { ConformanceClient, Sent } from './client.ts';
-import { describeSent, isConflict } from './client.ts';
+import { describeSent, isConflict, isSuccess } from './client.ts';
 import type { ConformanceTarget, ResolvedConformanceOptions } from './target.ts';
 
 export const ConformanceCheckId = {
@@ -58,9 +58,9 @@ export function expectStatus(sent: Sent, expected: number, what: string) {
   if (sent.status !== expected) fail(`${what}: expected HTTP ${expected}, got ${describeSent(sent)}`);
 }
 
-/** A first execution: 200, not marked as a replay, no Retry-After. */
+/** A first execution: a success (2xx: tRPC's 200, a plain HTTP API's 201), not a replay, no Retry-After. */
 export function expectFresh(sent: Sent, what: string) {
-  expectStatus(sent, 200, what);
+  if (!isSuccess(sent)) fail(`${what}: expected a success (2xx), got ${describeSent(sent)}`);
   if (sent.replayed !== null)
     fail(`${what}: expected a fresh execution, got Idempotent-Replayed: ${sent.replayed}`);
   if (sent.retryAfter !== null) fail(`${what}: a success must not carry Retry-After (${sent.retryAfter})`);
@@ -84,8 +84,14 @@ export function expectReplayOf(sent: Sent, original: Sent, what: string) {
     fail(
       `${what}: the replayed body differs from the first.\n  first:  ${original.body}\n  replay: ${sent.body}`,
     );
-  if (sent.contentType !== original.contentType)
-    fail(`${what}: Content-Type ${sent.contentType} differs from the first's ${original.contentType}`);
+  for (const [name, header] of [
+    ['Content-Type', 'contentType'],
+    ['Location', 'location'],
+    ['ETag', 'etag'],
+  ] as const) {
+    if (sent[header] !== original[header])
+      fail(`${what}: ${name} ${sent[header]} differs from the first's ${original[header]}`);
+  }
 }
 
 /** The contract's answer to a malformed request: 400, not a replay, no Retry-After. */

@@ -1,7 +1,8 @@
 /**
- * The kit's HTTP client for one target: builds tRPC requests (single and batched) with or without an
- * Idempotency-Key, and keeps what the contract is about from each answer: status, the two idempotency headers,
- * the body text exactly as received, and when it was sent and received.
+ * The kit's HTTP client for one target: builds its requests — tRPC (single and batched) or a plain HTTP POST
+ * with a JSON body — with or without an Idempotency-Key, and keeps what the contract is about from each answer:
+ * status, the idempotency headers and the ones a replay repeats, the body text exactly as received, and when it
+ * was sent and received.
  */
 import { IDEMPOTENCY_KEY_HEADER } from '../protocol.ts';
 import type { ConformanceFetch, ConformancePrincipal, ConformanceTarget } from './target.ts';
@@ -13,6 +14,9 @@ export interface Sent {
   /** `Retry-After` as received (null when absent). */
   retryAfter: string | null;
   contentType: string | null;
+  /** `Location` and `ETag` as received: a replay repeats them. */
+  location: string | null;
+  etag: string | null;
   /** The body text, byte for byte as decoded: replays are compared on it. */
   body: string;
   sentAt: number;
@@ -30,7 +34,7 @@ export interface PostOptions {
   /** The request body exactly as given. */
   rawBody?: string;
   from?: Sender;
-  /** Send the procedure twice in one tRPC batch (`a,a?batch=1`). */
+  /** Send the procedure twice in one tRPC batch (`a,a?batch=1`). tRPC targets only. */
   batched?: boolean;
 }
 
@@ -57,9 +61,13 @@ export function createConformanceClient<TInput>(target: ConformanceTarget<TInput
         ...(from === 'anonymous' ? target.unauthenticatedHeaders : target.principals[from].headers),
       };
       if (key !== null) headers[IDEMPOTENCY_KEY_HEADER] = key;
-      const url = batched
-        ? `${endpoint()}/${target.procedure},${target.procedure}?batch=1`
-        : `${endpoint()}/${target.procedure}`;
+      if (batched && target.protocol === 'http') throw new Error('a plain HTTP target has no batches');
+      const url =
+        target.protocol === 'http'
+          ? target.url
+          : batched
+            ? `${endpoint()}/${target.procedure},${target.procedure}?batch=1`
+            : `${endpoint()}/${target.procedure}`;
       const single = rawBody ?? wireBody(input);
       const body = batched ? `{"0":${single},"1":${single}}` : single;
       const sentAt = Date.now();
@@ -70,6 +78,8 @@ export function createConformanceClient<TInput>(target: ConformanceTarget<TInput
         replayed: response.headers.get('idempotent-replayed'),
         retryAfter: response.headers.get('retry-after'),
         contentType: response.headers.get('content-type'),
+        location: response.headers.get('location'),
+        etag: response.headers.get('etag'),
         body: text,
         sentAt,
         receivedAt: Date.now(),
@@ -88,8 +98,10 @@ export function describeSent(sent: Sent): string {
   return `${sent.status}${headers.length ? ` (${headers.join(', ')})` : ''} ${body}`;
 }
 
-/** A 200 that ran the procedure: no Idempotent-Replayed. */
-export const isFresh = (sent: Sent) => sent.status === 200 && sent.replayed === null;
+/** A 2xx. */
+export const isSuccess = (sent: Sent) => sent.status >= 200 && sent.status < 300;
+/** A success that ran the procedure: no Idempotent-Replayed. */
+export const isFresh = (sent: Sent) => isSuccess(sent) && sent.replayed === null;
 /** A replay: `Idempotent-Replayed: true`. */
 export const isReplay = (sent: Sent) => sent.replayed === 'true';
 /** A 409 with a valid `Retry-After` (delay-seconds, RFC 9110 §10.2.3). */

@@ -1,6 +1,6 @@
 /**
  * @idem/idempotency/testing — the contract suite, runnable against any app that exposes an idempotent tRPC
- * mutation over HTTP: every row of the status table, the in-flight and concurrency rules, the fingerprint and
+ * mutation over HTTP, or a plain HTTP route (`protocol: 'http'`: the ./fetch and ./express adapters): every row of the status table, the in-flight and concurrency rules, the fingerprint and
  * the key's scope. `runIdempotencyConformance(target)` returns a report; `registerIdempotencyConformance(target,
  * { describe, it })` turns each check into a test of your runner.
  */

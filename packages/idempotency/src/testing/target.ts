@@ -29,9 +29,21 @@ export interface ConformancePrincipal {
 }
 
 export interface ConformanceTarget<TInput> {
-  /** The tRPC HTTP endpoint, e.g. `http://127.0.0.1:3000/api/trpc` (the procedure path is appended). */
+  /**
+   * How requests are built. `trpc` (the default): `url` is the tRPC endpoint, the procedure path is appended,
+   * and batches exist. `http`: `url` is the route itself, POSTed as is with the input as its JSON body (the
+   * `./fetch` and `./express` adapters, or any plain HTTP API); there are no batches.
+   */
+  protocol?: 'trpc' | 'http';
+  /**
+   * tRPC: the HTTP endpoint, e.g. `http://127.0.0.1:3000/api/trpc` (the procedure path is appended). Plain
+   * HTTP: the route's URL, e.g. `http://127.0.0.1:3000/orders`.
+   */
   url: string;
-  /** The idempotent mutation's path, e.g. `notes.create`. */
+  /**
+   * The idempotent mutation's path, e.g. `notes.create`; for plain HTTP, the route's name in the store (the
+   * adapter's `procedure` option).
+   */
   procedure: string;
   /**
    * A valid input. Called once per new key; each call may return a fresh value (e.g. a unique title). Every

@@ -22,6 +22,7 @@ import {
   UnstableScope,
   unstableScopeError,
 } from '../core/errors.ts';
+import type { IdempotencyEvent } from '../core/event.ts';
 import { fingerprintRequest } from '../core/fingerprint.ts';
 import {
   type FaultHooks,
@@ -51,14 +52,7 @@ const identityTransformer: ResultTransformer = {
   deserialize: (value) => value,
 };
 
-export interface IdempotencyEvent {
-  procedure: string;
-  mode: IdempotencyMode;
-  outcome: RequestOutcome;
-  durationMs: number;
-  /** The key itself never leaves the store: logs and metrics get its fingerprint. */
-  keyHash: string | null;
-}
+export type { IdempotencyEvent } from '../core/event.ts';
 
 export interface CreateIdempotencyConfig<TContext, TTx> {
   store: IdempotencyStore<TTx>;

@@ -56,6 +56,6 @@ export const transientFailure: ConformanceCheck = {
     const retry = await context.client.post({ key, input });
     expectFresh(retry, 'the same key after the failure');
     if (retry.body === failed.body) fail('the retry returned the failure again');
-    return `${failed.status}, then the same key ran again: 200`;
+    return `${failed.status}, then the same key ran again: ${retry.status}`;
   },
 };

@@ -152,7 +152,7 @@ export const concurrency: ConformanceCheck = {
     const others = answers.filter(
       (sent) => !fresh.includes(sent) && !replays.includes(sent) && !conflicts.includes(sent),
     );
-    const tally = `${fresh.length} × fresh 200, ${replays.length} × replay, ${conflicts.length} × 409, ${others.length} × other`;
+    const tally = `${fresh.length} × fresh 2xx, ${replays.length} × replay, ${conflicts.length} × 409, ${others.length} × other`;
 
     const executed = await context.executionsSinceStart();
     if (executed !== 1)
@@ -162,7 +162,7 @@ export const concurrency: ConformanceCheck = {
     if (others.length > 0)
       fail(`unexpected answers (${tally}): ${others.slice(0, 3).map(describeSent).join(' | ')}`);
     const [original] = fresh;
-    if (!original || fresh.length !== 1) return fail(`expected exactly one fresh 200 (${tally})`);
+    if (!original || fresh.length !== 1) return fail(`expected exactly one fresh 2xx (${tally})`);
     for (const sent of replays) expectReplayOf(sent, original, 'a parallel duplicate');
 
     let maxRetries = 0;

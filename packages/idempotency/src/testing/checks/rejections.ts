@@ -120,7 +120,8 @@ export const unfingerprintableInput: ConformanceCheck = {
 export const batched: ConformanceCheck = {
   id: ConformanceCheckId.batched,
   title: 'the idempotent mutation in a batch of two → 400, nothing executed or stored',
-  unavailableReason: always,
+  unavailableReason: (target) =>
+    target.protocol === 'http' ? 'a plain HTTP target has no batches (tRPC targets only)' : null,
   async run(context) {
     const key = context.newKey();
     const input = context.target.input();

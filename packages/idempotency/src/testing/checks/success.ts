@@ -14,7 +14,7 @@ const always = () => null;
 
 export const firstRequest: ConformanceCheck = {
   id: ConformanceCheckId.firstRequest,
-  title: 'first request with a new key → 200, executed once, not marked as a replay',
+  title: 'first request with a new key → 2xx (tRPC: 200), executed once, not marked as a replay',
   unavailableReason: always,
   async run(context) {
     const key = context.newKey();
@@ -28,7 +28,7 @@ export const firstRequest: ConformanceCheck = {
       if (record?.state !== RecordState.completed)
         fail(`first request: expected a completed record in the store, found ${record?.state ?? 'none'}`);
     }
-    return `200 in ${sent.receivedAt - sent.sentAt} ms, 1 execution`;
+    return `${sent.status} in ${sent.receivedAt - sent.sentAt} ms, 1 execution`;
   },
 };
 

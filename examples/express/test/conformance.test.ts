@@ -1,0 +1,180 @@
+/**
+ * The example passes the conformance kit as a plain HTTP target (`protocol: 'http'`): a scratch database of its
+ * own, migrated with the example's own migration through the Prisma CLI, the Express server on a free port, and
+ * every check of `@idem/idempotency/testing` that applies to a plain route as one test.
+ *
+ * The database server: the root test run's (`inject('postgresAdminUrl')`), else DATABASE_URL's. Faults are
+ * injected from outside the app, in Postgres: a table lock keeps a request in flight, a trigger fails one.
+ */
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
+import { type ConformanceTarget, registerIdempotencyConformance } from '@idem/idempotency/testing';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { demoTokens } from '../src/auth.ts';
+import { createDatabase, type Database } from '../src/db.ts';
+import { createApp } from '../src/server.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Provided by the repository's root vitest global setup (tests/setup/database.ts). */
+    postgresAdminUrl: string;
+  }
+}
+
+const exampleDir = path.resolve(import.meta.dirname, '..');
+const databaseName = `idem_example_express_${randomBytes(4).toString('hex')}`;
+const [alice, bob] = Object.entries(demoTokens).map(([token, principal]) => ({ token, principal }));
+/** Alice already has a note with this text: writing it again is the business error the kit replays. */
+const TAKEN_TEXT = 'already taken';
+
+let adminUrl: string;
+let databaseUrl: string;
+let db: Database;
+let server: Server | undefined;
+let baseUrl: string | undefined;
+
+function serverUrl(): string {
+  const injected: string | undefined = inject('postgresAdminUrl');
+  const url = injected ?? process.env.DATABASE_URL;
+  if (!url) throw new Error('Set DATABASE_URL to a Postgres server where this test may create a database.');
+  return url;
+}
+
+function withDatabase(url: string, name: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${name}`;
+  return parsed.toString();
+}
+
+/** Runs SQL on a connection of its own (the fault injections must not share the app's pool). */
+async function withClient<T>(url: string, body: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await body(client);
+  } finally {
+    await client.end();
+  }
+}
+
+beforeAll(async () => {
+  adminUrl = serverUrl();
+  databaseUrl = withDatabase(adminUrl, databaseName);
+  await withClient(adminUrl, (client) => client.query(`create database "${databaseName}"`));
+
+  // The example's own migration, through the Prisma CLI and the example's prisma.config.ts (offline engine).
+  const migrate = spawnSync(
+    process.execPath,
+    [path.join(exampleDir, 'node_modules/prisma/build/index.js'), 'migrate', 'deploy'],
+    {
+      cwd: exampleDir,
+      env: { ...process.env, DATABASE_URL: databaseUrl, PRISMA_HIDE_UPDATE_MESSAGE: '1' },
+      encoding: 'utf8',
+    },
+  );
+  if (migrate.status !== 0)
+    throw new Error(`prisma migrate deploy failed:\n${migrate.stdout}${migrate.stderr}`);
+  // A broken engine path can exit 0 having done nothing: check the database itself.
+  const applied = await withClient(databaseUrl, (client) =>
+    client.query<{ migration_name: string }>(
+      'select migration_name from _prisma_migrations where finished_at is not null and rolled_back_at is null',
+    ),
+  );
+  expect(applied.rows.map((row) => row.migration_name)).toEqual(['20261130040000_init']);
+
+  db = createDatabase(databaseUrl);
+  await db.note.create({ data: { author: alice?.principal ?? '', text: TAKEN_TEXT } });
+  server = createApp(db).listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server?.once('listening', resolve));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}, 120_000);
+
+afterAll(async () => {
+  if (server) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+  }
+  await db?.$disconnect();
+  if (adminUrl) {
+    await withClient(adminUrl, (client) =>
+      client.query(`drop database if exists "${databaseName}" with (force)`),
+    );
+  }
+});
+
+/**
+ * Holds a SHARE lock on `notes` for `holdMs` while `run` sends its requests: a note's INSERT waits for it, so
+ * the request that claimed the key stays in flight (its claim uncommitted) for about that long.
+ */
+async function withNotesLocked<T>(holdMs: number, run: () => Promise<T>): Promise<T> {
+  return withClient(databaseUrl, async (client) => {
+    await client.query('begin');
+    await client.query('lock table notes in share mode');
+    const released = new Promise<void>((resolve) => setTimeout(resolve, holdMs)).then(async () => {
+      await client.query('commit');
+    });
+    try {
+      return await run();
+    } finally {
+      await released;
+    }
+  });
+}
+
+/** A trigger that makes every note INSERT fail (a database error: 500, not stored) while `run` runs. */
+async function withNoteInsertsFailing<T>(run: () => Promise<T>): Promise<T> {
+  await withClient(databaseUrl, (client) =>
+    client.query(`
+      create or replace function conformance_outage() returns trigger language plpgsql as
+        $$ begin raise exception 'simulated outage'; end $$;
+      create trigger conformance_outage before insert on notes
+        for each row execute function conformance_outage();`),
+  );
+  try {
+    return await run();
+  } finally {
+    await withClient(databaseUrl, (client) => client.query('drop trigger conformance_outage on notes'));
+  }
+}
+
+let noteNumber = 0;
+const target: ConformanceTarget<{ text: string }> = {
+  protocol: 'http', // a plain route: POSTed as is, with the input as its JSON body
+  get url() {
+    if (!baseUrl) throw new Error('the server has not started');
+    return `${baseUrl}/notes`;
+  },
+  procedure: 'notes.create', // the route's `procedure` option: its keys' name in the store
+  // A new text per key: an author cannot write the same text twice.
+  input: () => ({ text: `note ${++noteNumber}` }),
+  differentInput: () => ({ text: `another note ${++noteNumber}` }),
+  invalidInput: () => ({ text: '' }),
+  principals: [
+    { headers: { authorization: `Bearer ${alice?.token}` }, scope: alice?.principal },
+    { headers: { authorization: `Bearer ${bob?.token}` }, scope: bob?.principal },
+  ],
+  unauthenticatedHeaders: {},
+  executions: () => db.note.count(),
+  businessErrorInput: () => ({ text: TAKEN_TEXT }),
+  withSlowExecution: (run) => withNotesLocked(1_200, run),
+  withTransientFailure: withNoteInsertsFailing,
+  // Transactional mode: no inFlightCap (a claim is invisible to the count until it commits).
+  get store() {
+    return db ? createPrismaIdempotencyStore(db) : undefined;
+  },
+};
+
+registerIdempotencyConformance(
+  target,
+  { describe, it },
+  {
+    name: 'examples/express: POST /notes conforms',
+    onResult: (result) =>
+      console.log(`[conformance] ${result.id} (${result.durationMs} ms): ${result.detail}`),
+  },
+);

@@ -1,0 +1,17 @@
+/** @idem/idempotency/express — an Express 5 middleware that makes a route safe to retry. */
+
+export { UnstableScope, unstableScope } from '../core/errors.ts';
+export type { IdempotencyEvent } from '../core/event.ts';
+export type { FaultHooks } from '../core/handler.ts';
+export type {
+  HttpIdempotencyContext,
+  HttpRouteOptions,
+  TransactionalHttpContext,
+} from '../http/guard.ts';
+export { problemTypeOf } from '../http/problem.ts';
+export { DEFAULT_REPLAYED_HEADERS } from '../http/stored.ts';
+export {
+  type CreateExpressIdempotencyConfig,
+  createExpressIdempotency,
+  IdempotencyMiddlewareMissingError,
+} from './middleware.ts';

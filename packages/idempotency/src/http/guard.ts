@@ -1,0 +1,225 @@
+/**
+ * One idempotent plain-HTTP request, whatever the framework: the key from its header, the principal, the
+ * fingerprint of the body, then the core's lifecycle (`handleTransactional` / `handleExternal`) around the
+ * handler, and the answer to send — the handler's own, a replay, or a problem. The adapters (./fetch,
+ * ./express) only translate their request and response to and from this.
+ */
+import { randomUUID } from 'node:crypto';
+import { IdempotencyMode, type IdempotencyOptions, resolveOptions } from '../core/config.ts';
+import { IdempotencyError, UnstableScope, unstableScopeError } from '../core/errors.ts';
+import type { IdempotencyEvent } from '../core/event.ts';
+import {
+  type FaultHooks,
+  type HandledRequest,
+  handleExternal,
+  handleTransactional,
+  type IdempotentRequest,
+  runUnkeyedTransactional,
+} from '../core/handler.ts';
+import { parseIdempotencyKey } from '../core/key.ts';
+import { logKeyHash } from '../core/log-key-hash.ts';
+import { RequestOutcome } from '../core/record.ts';
+import type { IdempotencyStore } from '../core/store.ts';
+import type { HttpAnswer } from './answer.ts';
+import { fingerprintHttpRequest, type HttpBody } from './fingerprint.ts';
+import { idempotencyProblem, internalProblem, unauthenticatedProblem } from './problem.ts';
+import { DEFAULT_REPLAYED_HEADERS, replayAnswerOf, storedResponseOf } from './stored.ts';
+
+type MaybePromise<T> = T | Promise<T>;
+
+export interface HttpIdempotencyConfig<TRequest, TTx> {
+  store: IdempotencyStore<TTx>;
+  /**
+   * The principal the key belongs to, from the request (a session, a verified token) — never from a header the
+   * client chooses freely. null → 401. `unstableScope(howToFix)` when there is a principal but a retry will not
+   * have it → 400, nothing claimed.
+   */
+  getScope(request: TRequest): MaybePromise<string | null | undefined | UnstableScope>;
+  /** Defaults for every route; each route may override them. */
+  defaults?: IdempotencyOptions;
+  onEvent?(event: IdempotencyEvent): void;
+  /**
+   * Every unexpected error (the handler threw, the database is down, the key table is missing): the client gets
+   * a generic 500 problem, the cause comes here. Default `console.error`.
+   */
+  onError?(error: unknown): void;
+  /** TEST-ONLY fault points (see `FaultHooks`). Leave unset in production. */
+  faultHooks?: FaultHooks;
+}
+
+export interface HttpRouteOptions extends IdempotencyOptions {
+  /**
+   * The route's name: the namespace of its keys in the store, and part of the fingerprint. Default
+   * `"<METHOD> <path>"` of each request (so `/orders/7/pay` and `/orders/8/pay` never share a key).
+   */
+  procedure?: string;
+  /**
+   * The response headers a replay repeats, besides status and body (case-insensitive). Default
+   * `DEFAULT_REPLAYED_HEADERS`: Content-Type, Location, ETag.
+   */
+  replayedHeaders?: readonly string[];
+}
+
+/** What a handler behind the adapter finds about its request's key. */
+export interface HttpIdempotencyContext {
+  /**
+   * The client's key: forward it (or something derived from it) to every outside service. For a request let
+   * through without a key (`missingKey: 'passthrough'`, `keyed: false`), a fresh UUID of this request alone.
+   */
+  key: string;
+  /** False when the request carried no key and ran unprotected (`missingKey: 'passthrough'`). */
+  keyed: boolean;
+  /** The principal the key is scoped to. */
+  scope: string;
+  /** SHA-256 of the canonical route name, method, path, query and body. */
+  fingerprint: string;
+}
+
+export interface TransactionalHttpContext<TTx> extends HttpIdempotencyContext {
+  /** The transaction that also holds the claim and will hold the stored response: write through it. */
+  tx: TTx;
+}
+
+/** What an adapter tells the guard about one request. */
+export interface HttpRequestFacts<TRequest> {
+  request: TRequest;
+  method: string;
+  /** The URL's path, without the query: the default route name. */
+  path: string;
+  /** The URL's path and query as sent (`/orders/7/pay?dryRun=1`): part of the fingerprint. */
+  pathAndQuery: string;
+  /** The raw `Idempotency-Key` header value, or null when absent. */
+  keyHeader: string | null;
+  readBody(): MaybePromise<HttpBody>;
+}
+
+export type HttpRoute<TRequest, TContext> = (
+  facts: HttpRequestFacts<TRequest>,
+  runHandler: (idempotency: TContext) => Promise<HttpAnswer>,
+) => Promise<HttpAnswer>;
+
+export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRequest, TTx>) {
+  const onError = config.onError ?? ((error: unknown) => console.error(error));
+
+  function routeSettings(routeOptions: HttpRouteOptions = {}) {
+    const { procedure, replayedHeaders, ...options } = routeOptions;
+    return {
+      procedure,
+      replayedHeaders: (replayedHeaders ?? DEFAULT_REPLAYED_HEADERS).map((name) => name.toLowerCase()),
+      options: resolveOptions(config.defaults, options),
+    };
+  }
+
+  async function guard(
+    mode: IdempotencyMode,
+    settings: ReturnType<typeof routeSettings>,
+    facts: HttpRequestFacts<TRequest>,
+    run: {
+      keyed(
+        request: IdempotentRequest,
+        idempotency: HttpIdempotencyContext,
+      ): Promise<HandledRequest<HttpAnswer>>;
+      unkeyed(idempotency: HttpIdempotencyContext): Promise<HttpAnswer>;
+    },
+  ): Promise<HttpAnswer> {
+    const started = performance.now();
+    const procedure = settings.procedure ?? `${facts.method.toUpperCase()} ${facts.path}`;
+    let keyHash: string | null = null;
+    const report = (outcome: RequestOutcome) =>
+      config.onEvent?.({ procedure, mode, outcome, durationMs: performance.now() - started, keyHash });
+    try {
+      const keyed = facts.keyHeader !== null || settings.options.missingKey === 'reject';
+      const key = keyed ? parseIdempotencyKey(facts.keyHeader) : randomUUID();
+      const scope = await config.getScope(facts.request);
+      if (scope instanceof UnstableScope) throw unstableScopeError(scope.howToFix);
+      if (!scope) {
+        report(RequestOutcome.rejected);
+        return unauthenticatedProblem();
+      }
+      const fingerprint = fingerprintHttpRequest(
+        procedure,
+        `${facts.method.toUpperCase()} ${facts.pathAndQuery}`,
+        await facts.readBody(),
+      );
+      const idempotency = { key, keyed, scope, fingerprint };
+      if (!keyed) {
+        const answer = await run.unkeyed(idempotency);
+        report(RequestOutcome.unkeyed);
+        return answer;
+      }
+      if (config.onEvent) keyHash = logKeyHash(scope, key);
+      const handled = await run.keyed({ scope, procedure, key, fingerprint }, idempotency);
+      if (handled.kind === 'replayed') {
+        report(RequestOutcome.replayed);
+        return replayAnswerOf(handled.response);
+      }
+      report(handled.kind === 'executed' ? RequestOutcome.executed : RequestOutcome.released);
+      return handled.result;
+    } catch (error) {
+      if (error instanceof IdempotencyError) {
+        report(outcomeOfError(error));
+        return idempotencyProblem(error);
+      }
+      onError(error);
+      return internalProblem();
+    }
+  }
+
+  /** The handler's answer as the core wants it: the answer, and what to store of it (null: release). */
+  const outcomeOf = (answer: HttpAnswer, settings: ReturnType<typeof routeSettings>) => ({
+    result: answer,
+    response: storedResponseOf(answer, settings.options, settings.replayedHeaders),
+  });
+
+  return {
+    /**
+     * The claim, the handler's writes (through `idempotency.tx`) and the stored response commit in ONE
+     * transaction; the response is sent only after the commit.
+     */
+    transactional(routeOptions?: HttpRouteOptions): HttpRoute<TRequest, TransactionalHttpContext<TTx>> {
+      const settings = routeSettings(routeOptions);
+      return (facts, runHandler) => {
+        const runInTx = (idempotency: HttpIdempotencyContext) => async (tx: TTx) =>
+          outcomeOf(await runHandler({ ...idempotency, tx }), settings);
+        return guard(IdempotencyMode.transactional, settings, facts, {
+          keyed: (request, idempotency) =>
+            handleTransactional(
+              config.store,
+              settings.options,
+              request,
+              runInTx(idempotency),
+              config.faultHooks,
+            ),
+          unkeyed: (idempotency) =>
+            runUnkeyedTransactional(config.store, settings.options, runInTx(idempotency)),
+        });
+      };
+    },
+
+    /**
+     * For effects outside the database: the claim commits first under a lease (renewed while the handler runs),
+     * and the completion is fenced by the lease owner. Forward `idempotency.key` to the outside service.
+     */
+    external(routeOptions?: HttpRouteOptions): HttpRoute<TRequest, HttpIdempotencyContext> {
+      const settings = routeSettings(routeOptions);
+      return (facts, runHandler) =>
+        guard(IdempotencyMode.external, settings, facts, {
+          keyed: (request, idempotency) =>
+            handleExternal(
+              config.store as IdempotencyStore<unknown>,
+              settings.options,
+              request,
+              async () => outcomeOf(await runHandler(idempotency), settings),
+              config.faultHooks,
+            ),
+          unkeyed: runHandler,
+        });
+    },
+  };
+}
+
+function outcomeOfError(error: IdempotencyError): RequestOutcome {
+  if (error.httpStatus === 409) return RequestOutcome.conflict;
+  if (error.httpStatus === 422) return RequestOutcome.mismatch;
+  return RequestOutcome.rejected;
+}
