@@ -78,10 +78,6 @@ export async function startJobQueue(
       { name: Queue.cleanup, options: cleanupQueueOptions() },
       { name: Queue.reconcile, options: reconcileQueueOptions() },
     ];
-    // pg-boss's own cron queue: its timekeeper creates it at start but swallows the error when that create
-    // loses a deadlock to a concurrent start (seen with 6 processes at once), which silently disables every
-    // schedule. Created here too, and never updated.
-    if (worker) specs.push({ name: PGBOSS_CRON_QUEUE, options: { policy: 'standard' }, createOnly: true });
     await ensureQueues(boss, role, specs);
     await moveV10Jobs(boss, connectionString, schema, Object.values(Queue));
   } catch (error) {
@@ -94,27 +90,21 @@ export async function startJobQueue(
 interface QueueSpec {
   name: string;
   options: Omit<QueueSettings, 'name'>;
-  createOnly?: boolean;
 }
-
-/** pg-boss's internal queue for cron schedules (timekeeper.js QUEUES.SEND_IT). */
-const PGBOSS_CRON_QUEUE = '__pgboss__send-it';
 
 /**
  * Creates the missing queues; a worker also updates a queue whose settings differ from its own (so a changed
  * FULFILMENT_EXPIRE_SECONDS takes effect on the next worker start). A sender never updates: the worker owns them.
- *
- * pg-boss's create_queue() is an INSERT … ON CONFLICT DO NOTHING plus DDL (partition, foreign keys) in one
- * statement: two processes creating queues at the same moment can deadlock (each holds a row lock the other's
- * ALTER TABLE waits for). Postgres aborts one of them; it is retried here and then finds the queue created.
+ * pg-boss 12 creates a queue under an advisory lock and ON CONFLICT DO NOTHING, so processes starting at once
+ * need nothing more (pg-boss 10 deadlocked there).
  */
 async function ensureQueues(boss: PgBoss, role: JobQueueRole, specs: QueueSpec[]): Promise<void> {
   const existing = new Map((await boss.getQueues()).map((queue) => [queue.name, queue]));
   for (const spec of specs) {
     const current = existing.get(spec.name);
     if (!current) {
-      await retryTransient(() => boss.createQueue(spec.name, spec.options));
-    } else if (role === 'worker' && !spec.createOnly) {
+      await boss.createQueue(spec.name, spec.options);
+    } else if (role === 'worker') {
       // pg-boss cannot change a queue's policy in place (updateQueue() takes none): a queue made with
       // another policy deduplicates differently, so starting on it would be wrong, not merely stale.
       if (current.policy !== (spec.options.policy ?? 'standard'))
@@ -123,7 +113,7 @@ async function ensureQueues(boss: PgBoss, role: JobQueueRole, specs: QueueSpec[]
         );
       if (!sameSettings(current, spec.options)) {
         const { policy: _fixed, ...settings } = spec.options;
-        await retryTransient(() => boss.updateQueue(spec.name, settings));
+        await boss.updateQueue(spec.name, settings);
       }
     }
   }
@@ -136,21 +126,6 @@ function sameSettings(current: QueueResult, wanted: Omit<QueueSettings, 'name'>)
     current.retryDelay === wanted.retryDelay &&
     current.retryBackoff === wanted.retryBackoff
   );
-}
-
-/** deadlock_detected, serialization_failure, unique_violation, lock_not_available: a concurrent start won. */
-const TRANSIENT_CODES = new Set(['40P01', '40001', '23505', '55P03']);
-
-async function retryTransient<T>(fn: () => Promise<T>, attempts = 6): Promise<T> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await fn();
-    } catch (error) {
-      const code = (error as { code?: unknown } | null)?.code;
-      if (attempt >= attempts || typeof code !== 'string' || !TRANSIENT_CODES.has(code)) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50 * attempt + Math.random() * 100));
-    }
-  }
 }
 
 function describeError(error: unknown): string {
