@@ -117,8 +117,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     stop({ graceSeconds = 10 } = {}) {
       stopping ??= (async () => {
         // graceful: stop polling, wait for running handlers up to the timeout, then fail what is still active
-        // (→ retried by another worker) and close pg-boss's pool.
-        await running.stop({ graceful: true, wait: true, timeout: Math.max(1, graceSeconds) * 1000 });
+        // (→ retried by another worker) and close pg-boss's pool; resolves once all of that is done.
+        await running.stop({ graceful: true, timeout: Math.max(1, graceSeconds) * 1000 });
         if (!options.db) await db.$disconnect();
       })();
       return stopping;

@@ -183,7 +183,7 @@ describe('through the queue (in-process worker, private pg-boss schema)', () => 
     const marker = randomUUID();
     const id = await sender.send(Queue.fulfilment, { orderId: 'not-a-uuid', marker });
     const job = await waitFor('the malformed job to complete', async () => {
-      const row = await sender.getJobById(Queue.fulfilment, id ?? '', { includeArchive: true });
+      const [row] = await sender.findJobs(Queue.fulfilment, { id: id ?? '' });
       return row?.state === 'completed' && row;
     });
     expect(job.retryCount).toBe(0);

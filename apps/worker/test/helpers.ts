@@ -101,13 +101,10 @@ export interface JobRow {
   output: unknown;
 }
 
-/** The fulfilment jobs of one order in a pg-boss schema (job table and archive). */
+/** The fulfilment jobs of one order in a pg-boss schema (pg-boss 11+ keeps finished jobs in the job table). */
 export async function jobsOf(db: Database, schema: string, orderId: string): Promise<JobRow[]> {
   return db.$queryRawUnsafe<JobRow[]>(
     `select id::text, state::text, retry_count, started_on, completed_on, output from "${schema}".job
-       where name = 'fulfilment' and data->>'orderId' = $1
-     union all
-     select id::text, state::text, retry_count, started_on, completed_on, output from "${schema}".archive
        where name = 'fulfilment' and data->>'orderId' = $1
      order by started_on nulls last`,
     orderId,

@@ -4,13 +4,14 @@
  */
 
 import { Queue } from '@idem/contracts';
-import PgBoss from 'pg-boss';
+import { PgBoss, type QueueResult, type Queue as QueueSettings } from 'pg-boss';
 import {
   type FulfilmentQueueSettings,
   fulfilmentQueueOptions,
   fulfilmentSettingsFromEnv,
 } from './fulfilment.ts';
 import { cleanupQueueOptions, reconcileQueueOptions } from './scheduled.ts';
+import { detachV10Schema, moveV10Jobs } from './upgrade-v10.ts';
 
 export type JobQueueRole = 'sender' | 'worker';
 
@@ -24,7 +25,10 @@ export interface JobQueueOptions {
   schema?: string;
   /** Pool size of pg-boss's own connections. Default 2 for a sender, 4 for a worker. */
   max?: number;
-  /** Worker only: how often expired jobs are failed (and so retried). Default 10 s (pg-boss's own: 120 s). */
+  /**
+   * Worker only: how often jobs past their expiry (a dead worker's) are failed, and so retried. Default 10 s
+   * (pg-boss 12's own: 60 s, from superviseIntervalSeconds and monitorIntervalSeconds, both set to this).
+   */
   maintenanceIntervalSeconds?: number;
   /** Default: from FULFILMENT_EXPIRE_SECONDS / FULFILMENT_RETRY_LIMIT / FULFILMENT_RETRY_DELAY_SECONDS. */
   fulfilment?: FulfilmentQueueSettings;
@@ -44,17 +48,25 @@ export async function startJobQueue(
   const worker = role === 'worker';
   const fulfilment = options.fulfilment ?? fulfilmentSettingsFromEnv();
   const onError = options.onError ?? ((message, error) => console.error(message, error));
+  const schema = options.schema ?? DEFAULT_SCHEMA;
+  const maintenanceInterval = options.maintenanceIntervalSeconds ?? 10;
 
+  // pg-boss 12 cannot migrate pg-boss 10's schema itself; see upgrade-v10.ts.
+  await detachV10Schema(connectionString, schema);
   const boss = new PgBoss({
     connectionString,
-    schema: options.schema ?? DEFAULT_SCHEMA,
+    schema,
     max: options.max ?? (worker ? 4 : 2),
     application_name: options.applicationName ?? `pgboss-${role}`,
     // Installs or migrates the schema; pg-boss serialises that with an advisory lock, so concurrent starts are safe.
     migrate: true,
     supervise: worker,
     schedule: worker,
-    maintenanceIntervalSeconds: options.maintenanceIntervalSeconds ?? 10,
+    // pg-boss 12 fails expired jobs in its monitor pass: run by the supervise timer, at most once per
+    // monitor interval per queue. maintenanceIntervalSeconds now only paces the deletion of old jobs.
+    superviseIntervalSeconds: maintenanceInterval,
+    monitorIntervalSeconds: maintenanceInterval,
+    maintenanceIntervalSeconds: maintenanceInterval,
   });
   // Pool errors (a dropped connection) and worker fetch errors arrive here; unhandled, they would kill the process.
   boss.on('error', (error) => onError(`[jobs] pg-boss error: ${describeError(error)}`, error));
@@ -66,11 +78,8 @@ export async function startJobQueue(
       { name: Queue.cleanup, options: cleanupQueueOptions() },
       { name: Queue.reconcile, options: reconcileQueueOptions() },
     ];
-    // pg-boss's own cron queue: its timekeeper creates it at start but swallows the error when that create
-    // loses a deadlock to a concurrent start (seen with 6 processes at once), which silently disables every
-    // schedule. Created here too, and never updated.
-    if (worker) specs.push({ name: PGBOSS_CRON_QUEUE, options: { policy: 'standard' }, createOnly: true });
     await ensureQueues(boss, role, specs);
+    await moveV10Jobs(boss, connectionString, schema, Object.values(Queue));
   } catch (error) {
     await boss.stop({ graceful: false }).catch(() => {});
     throw error;
@@ -80,56 +89,43 @@ export async function startJobQueue(
 
 interface QueueSpec {
   name: string;
-  options: Omit<PgBoss.Queue, 'name'>;
-  createOnly?: boolean;
+  options: Omit<QueueSettings, 'name'>;
 }
-
-/** pg-boss 10's internal queue for cron schedules (timekeeper.js QUEUES.SEND_IT). */
-const PGBOSS_CRON_QUEUE = '__pgboss__send-it';
 
 /**
  * Creates the missing queues; a worker also updates a queue whose settings differ from its own (so a changed
  * FULFILMENT_EXPIRE_SECONDS takes effect on the next worker start). A sender never updates: the worker owns them.
- *
- * pg-boss's create_queue() is an INSERT … ON CONFLICT DO NOTHING plus DDL (partition, foreign keys) in one
- * statement: two processes creating queues at the same moment can deadlock (each holds a row lock the other's
- * ALTER TABLE waits for). Postgres aborts one of them; it is retried here and then finds the queue created.
+ * pg-boss 12 creates a queue under an advisory lock and ON CONFLICT DO NOTHING, so processes starting at once
+ * need nothing more (pg-boss 10 deadlocked there).
  */
 async function ensureQueues(boss: PgBoss, role: JobQueueRole, specs: QueueSpec[]): Promise<void> {
   const existing = new Map((await boss.getQueues()).map((queue) => [queue.name, queue]));
   for (const spec of specs) {
     const current = existing.get(spec.name);
     if (!current) {
-      await retryTransient(() => boss.createQueue(spec.name, { name: spec.name, ...spec.options }));
-    } else if (role === 'worker' && !spec.createOnly && !sameSettings(current, spec.options)) {
-      await retryTransient(() => boss.updateQueue(spec.name, { name: spec.name, ...spec.options }));
+      await boss.createQueue(spec.name, spec.options);
+    } else if (role === 'worker') {
+      // pg-boss cannot change a queue's policy in place (updateQueue() takes none): a queue made with
+      // another policy deduplicates differently, so starting on it would be wrong, not merely stale.
+      if (current.policy !== (spec.options.policy ?? 'standard'))
+        throw new Error(
+          `Queue "${spec.name}" has policy "${current.policy}", expected "${spec.options.policy ?? 'standard'}": delete the queue (pg-boss deleteQueue) and start again`,
+        );
+      if (!sameSettings(current, spec.options)) {
+        const { policy: _fixed, ...settings } = spec.options;
+        await boss.updateQueue(spec.name, settings);
+      }
     }
   }
 }
 
-function sameSettings(current: PgBoss.QueueResult, wanted: Omit<PgBoss.Queue, 'name'>): boolean {
+function sameSettings(current: QueueResult, wanted: Omit<QueueSettings, 'name'>): boolean {
   return (
-    current.policy === wanted.policy &&
     current.expireInSeconds === wanted.expireInSeconds &&
     current.retryLimit === wanted.retryLimit &&
     current.retryDelay === wanted.retryDelay &&
     current.retryBackoff === wanted.retryBackoff
   );
-}
-
-/** deadlock_detected, serialization_failure, unique_violation, lock_not_available: a concurrent start won. */
-const TRANSIENT_CODES = new Set(['40P01', '40001', '23505', '55P03']);
-
-async function retryTransient<T>(fn: () => Promise<T>, attempts = 6): Promise<T> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await fn();
-    } catch (error) {
-      const code = (error as { code?: unknown } | null)?.code;
-      if (attempt >= attempts || typeof code !== 'string' || !TRANSIENT_CODES.has(code)) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50 * attempt + Math.random() * 100));
-    }
-  }
 }
 
 function describeError(error: unknown): string {

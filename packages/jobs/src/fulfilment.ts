@@ -4,7 +4,7 @@
  */
 
 import { Queue } from '@idem/contracts';
-import type PgBoss from 'pg-boss';
+import type { Db, PgBoss, Queue as QueueSettings } from 'pg-boss';
 import { z } from 'zod';
 import { describeZodError, intFromEnv } from './settings.ts';
 
@@ -48,7 +48,7 @@ export function fulfilmentSettingsFromEnv(env: NodeJS.ProcessEnv = process.env):
  * do. (pg-boss's `short`/`singleton` policies key on the singleton key, which is '' for a job sent without one:
  * one waiting keyless job would silently swallow every other order's job.)
  */
-export function fulfilmentQueueOptions(settings: FulfilmentQueueSettings): Omit<PgBoss.Queue, 'name'> {
+export function fulfilmentQueueOptions(settings: FulfilmentQueueSettings): Omit<QueueSettings, 'name'> {
   return {
     policy: 'standard',
     expireInSeconds: settings.expireInSeconds,
@@ -62,11 +62,22 @@ export function fulfilmentQueueOptions(settings: FulfilmentQueueSettings): Omit<
  * Enqueues fulfilment of `orderId` and returns the job id. Pass `db` — e.g. `prismaTransactionDb(tx)` — to
  * insert the job in the caller's transaction: it then exists if and only if that transaction commits.
  */
-export async function enqueueFulfilment(boss: PgBoss, orderId: string, db?: PgBoss.Db): Promise<string> {
+export async function enqueueFulfilment(boss: PgBoss, orderId: string, db?: Db): Promise<string> {
   const data: FulfilmentJob = fulfilmentJobSchema.parse({ orderId });
-  const id = await boss.send(Queue.fulfilment, data, db ? { db } : {});
-  // pg-boss inserts with a join on its queue table: no queue, no row, and send() resolves to null.
-  if (id === null)
-    throw new Error(`Queue "${Queue.fulfilment}" does not exist: start pg-boss with startJobQueue()`);
+  let id: string | null;
+  try {
+    id = await boss.send(Queue.fulfilment, data, db ? { db } : {});
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code === 'PGBOSS_QUEUE_NOT_FOUND') throw missingQueue(error);
+    throw error;
+  }
+  // A standard queue never suppresses a send; null would mean no row was written.
+  if (id === null) throw missingQueue();
   return id;
+}
+
+function missingQueue(cause?: unknown): Error {
+  return new Error(`Queue "${Queue.fulfilment}" does not exist: start pg-boss with startJobQueue()`, {
+    cause,
+  });
 }

@@ -2,14 +2,14 @@
  * Adapts a Prisma interactive transaction to pg-boss's `Db`, so `boss.send(…, { db })` inserts the job with
  * the caller's other writes, in the same transaction.
  */
-import type PgBoss from 'pg-boss';
+import type { Db } from 'pg-boss';
 
 /** The one method used, structurally: any Prisma 7 client or `$transaction` client fits. */
 export interface RawQueryable {
   $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): PromiseLike<T>;
 }
 
-export function prismaTransactionDb(tx: RawQueryable): PgBoss.Db {
+export function prismaTransactionDb(tx: RawQueryable): Db {
   return {
     async executeSql(text: string, values: unknown[] = []) {
       const rows = await tx.$queryRawUnsafe<Record<string, unknown>[]>(text, ...values.map(toSqlValue));

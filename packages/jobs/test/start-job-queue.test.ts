@@ -3,8 +3,9 @@
  * queue creation, roles, settings, and several processes starting at once.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { PgBoss } from 'pg-boss';
 import { afterAll, describe, expect, it } from 'vitest';
-import { enqueueFulfilment, type PgBoss, Queue, startJobQueue } from '../src/index.ts';
+import { enqueueFulfilment, Queue, startJobQueue } from '../src/index.ts';
 
 const databaseUrl = (() => {
   const url = process.env.DATABASE_URL;
@@ -66,7 +67,7 @@ describe('startJobQueue', () => {
     }
   });
 
-  it('a worker also makes sure pg-boss’s cron queue exists, and owns the settings; a sender never changes them', async () => {
+  it('a worker has pg-boss’s cron queue, and owns the settings; a sender never changes them', async () => {
     const schema = freshSchema();
     const first = await startJobQueue(databaseUrl, { role: 'sender', schema, fulfilment: settings, onError });
     const worker = await startJobQueue(databaseUrl, {
@@ -83,15 +84,20 @@ describe('startJobQueue', () => {
 
       // A job takes its expiry and retries from the queue: the sender passes none.
       const id = await enqueueFulfilment(later, randomUUID());
-      const job = await later.getJobById(Queue.fulfilment, id);
-      expect(job).toMatchObject({ retryLimit: 3, retryDelay: 1, retryBackoff: true, state: 'created' });
-      expect(job?.expireIn.seconds).toBe(5);
+      const [job] = await later.findJobs(Queue.fulfilment, { id });
+      expect(job).toMatchObject({
+        retryLimit: 3,
+        retryDelay: 1,
+        retryBackoff: true,
+        expireInSeconds: 5,
+        state: 'created',
+      });
     } finally {
       await Promise.all([first, worker, later].map((boss) => boss.stop({ graceful: false })));
     }
   });
 
-  it('six instances starting at once on an empty schema all succeed (their queue creations deadlock and are retried)', async () => {
+  it('six instances starting at once on an empty schema all succeed', async () => {
     const schema = freshSchema();
     const started = performance.now();
     const results = await Promise.allSettled(
@@ -127,6 +133,21 @@ describe('startJobQueue', () => {
       expect(Object.keys(await queues(b))).toHaveLength(4);
     } finally {
       await b.stop({ graceful: false });
+    }
+  });
+
+  it('a worker refuses a queue made with another policy (pg-boss cannot change it in place)', async () => {
+    const schema = freshSchema();
+    const other = new PgBoss({ connectionString: databaseUrl, schema, supervise: false, schedule: false });
+    await other.start();
+    try {
+      // singleton: one active job per key at a time; keyless jobs would all share the key ''.
+      await other.createQueue(Queue.fulfilment, { policy: 'singleton' });
+      await expect(
+        startJobQueue(databaseUrl, { role: 'worker', schema, fulfilment: settings, onError }),
+      ).rejects.toThrow(/Queue "fulfilment" has policy "singleton", expected "standard"/);
+    } finally {
+      await other.stop({ graceful: false });
     }
   });
 

@@ -18,7 +18,13 @@
 import { randomUUID } from 'node:crypto';
 import { incrementCounterSql, WorkerCounter } from '@idem/contracts';
 import type { Database, OrderStatus } from '@idem/db';
-import { type FulfilmentJob, fulfilmentJobSchema, type PgBoss, Queue } from '@idem/jobs';
+import {
+  type FulfilmentJob,
+  fulfilmentJobSchema,
+  type JobWithMetadata,
+  type PgBoss,
+  Queue,
+} from '@idem/jobs';
 import { consoleLogger, type Logger } from '../log.ts';
 import { NO_TEST_HOOKS, type WorkerTestHooks } from '../test-hooks.ts';
 
@@ -229,7 +235,7 @@ export async function workFulfilment(
   options: FulfilmentWorkerOptions,
 ): Promise<void> {
   const { log } = options;
-  const handle = async (job: PgBoss.JobWithMetadata<unknown>) => {
+  const handle = async (job: JobWithMetadata<unknown>) => {
     const parsed = fulfilmentJobSchema.safeParse(job.data);
     if (!parsed.success) {
       // Retrying cannot fix a malformed payload: complete the job, say so loudly.
@@ -252,7 +258,7 @@ export async function workFulfilment(
     }
   };
   for (let i = 0; i < options.concurrency; i += 1) {
-    await boss.work<unknown>(
+    await boss.work(
       Queue.fulfilment,
       { includeMetadata: true, batchSize: 1, pollingIntervalSeconds: options.pollingIntervalSeconds },
       async (jobs) => {

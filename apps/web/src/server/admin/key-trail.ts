@@ -84,7 +84,6 @@ export interface JobView {
   createdOn: Date;
   startedOn: Date | null;
   completedOn: Date | null;
-  archived: boolean;
   /** What the handler returned (the fulfilment's note), if it finished. */
   note: string | null;
 }
@@ -318,7 +317,6 @@ async function jobTrail(sources: KeyTrailSources, orderId: string): Promise<NonN
       createdOn: record.createdOn,
       startedOn: record.startedOn,
       completedOn: record.completedOn,
-      archived: record.archived,
       note: noteOf(record.output),
     })),
   };

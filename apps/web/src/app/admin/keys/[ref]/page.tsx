@@ -244,7 +244,7 @@ function OrderSteps({ trail }: { trail: KeyTrail }) {
                 {job.retryCount > 0
                   ? ` after ${job.retryCount} retr${job.retryCount === 1 ? 'y' : 'ies'}`
                   : ''}
-                {job.archived ? ' (archived)' : ''}, created {formatUtc(job.createdOn)}
+                , created {formatUtc(job.createdOn)}
                 {job.note ? <span className="text-stone-600"> · {job.note}</span> : null}
               </li>
             ))}
