@@ -1,0 +1,12 @@
+/**
+ * @idem/idempotency/mariadb — the key table on MariaDB (10.5+, InnoDB) through any Prisma 7 client on
+ * `@prisma/adapter-mariadb`: the store the tRPC adapter claims with, and the table's schema.
+ */
+
+export { type CleanupResult, cleanupExpiredKeys } from '../prisma/cleanup.ts';
+export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../prisma/client.ts';
+export { DEFAULT_IDEMPOTENCY_TABLE } from '../prisma/sql.ts';
+export { MariadbIdempotencyTableMissingError, MariadbKeyColumnTooLongError } from './errors.ts';
+export { type MariadbIdempotencyKeysSchema, mariadbIdempotencyKeysSchema } from './schema.ts';
+export { MARIADB_KEY_COLUMN_BYTES } from './sql.ts';
+export { createMariadbIdempotencyStore, type MariadbStoreOptions } from './store.ts';
