@@ -39,7 +39,10 @@ export class MariadbKeyColumnTooLongError extends IdempotencyStoreSetupError {
 }
 
 /** Runs `statement`; a missing `table` is rethrown as `MariadbIdempotencyTableMissingError`. */
-export async function explainingMissingMariadbTable<T>(table: string, statement: () => PromiseLike<T>): Promise<T> {
+export async function explainingMissingMariadbTable<T>(
+  table: string,
+  statement: () => PromiseLike<T>,
+): Promise<T> {
   try {
     return await statement();
   } catch (error) {

@@ -40,7 +40,8 @@ interface RecordRow {
 }
 
 const NOW = 'UTC_TIMESTAMP(6)';
-const inSeconds = (placeholder: string) => `TIMESTAMPADD(MICROSECOND, ROUND(${placeholder} * 1000000), ${NOW})`;
+const inSeconds = (placeholder: string) =>
+  `TIMESTAMPADD(MICROSECOND, ROUND(${placeholder} * 1000000), ${NOW})`;
 const truth = (value: SqlBoolean) => Number(value ?? 0) === 1;
 
 /** MariaDB's ER_LOCK_WAIT_TIMEOUT (innodb_lock_wait_timeout ran out) and ER_LOCK_DEADLOCK. */
@@ -168,7 +169,8 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
       return claim(request, tx);
     }
     const expired = truth(row.expired_row);
-    if (!expired && !truth(row.dead_lease_same_request)) return { claimed: false, record: toRecord(request, row) };
+    if (!expired && !truth(row.dead_lease_same_request))
+      return { claimed: false, record: toRecord(request, row) };
     // A new request reusing an expired key counts against the cap; the same request resuming its own key does not.
     if (cap && atCap && expired) throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
     const reclaimable = atCap ? deadLeaseSameRequest : `(${expiredRow} OR ${deadLeaseSameRequest})`;
@@ -249,7 +251,10 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
     },
 
     async countReplay(key) {
-      await db.$executeRawUnsafe(`UPDATE ${table} SET replay_count = replay_count + 1 WHERE ${where}`, ...keyParams(key));
+      await db.$executeRawUnsafe(
+        `UPDATE ${table} SET replay_count = replay_count + 1 WHERE ${where}`,
+        ...keyParams(key),
+      );
     },
 
     transaction<T>(fn: (tx: PrismaTransactionLike<TClient>) => Promise<T>, options: TransactionOptions) {
