@@ -1,0 +1,15 @@
+/** What the stores bench needs from each store: one file per store exports a factory of this shape. */
+import type { IdempotencyStore } from '@idem/idempotency';
+
+export interface StoreUnderTest {
+  /** As printed in the tables, e.g. `PostgreSQL 15.14`. */
+  name: string;
+  /** The server's durability settings that decide a commit's cost (printed beside the figures). */
+  durability: string;
+  store: IdempotencyStore<unknown>;
+  /** Disconnects and drops the scratch database. */
+  close(): Promise<void>;
+}
+
+/** Creates a scratch database with the library's key table, and a store on a pool of `connections`. */
+export type StoreFactory = (connections: number) => Promise<StoreUnderTest>;
