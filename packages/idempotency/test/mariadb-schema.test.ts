@@ -34,6 +34,11 @@ describe('mariadbIdempotencyKeysSchema', () => {
     expect(schema).toMatch(/provider = "mysql"/);
   });
 
+  it('the package README shows the generated DDL verbatim', () => {
+    const readme = readFileSync(path.resolve(import.meta.dirname, '../README.md'), 'utf8');
+    expect(readme).toContain(`\`\`\`sql\n${mariadbIdempotencyKeysSchema().ddl}\`\`\``);
+  });
+
   it('the DDL creates the columns, the primary key and the indexes the store relies on', async () => {
     const db = mariadb.db;
     const columns = await db.$queryRawUnsafe<Array<{ name: string; type: string; nullable: string }>>(

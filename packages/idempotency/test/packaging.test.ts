@@ -48,6 +48,7 @@ const expectedPeersBySubpath: Record<string, string[]> = {
   './react': ['@tanstack/react-query', 'react'],
   './trpc': ['@trpc/server'],
   './prisma': [],
+  './mariadb': [],
 };
 /** Browser bundles: no `node:*` module may be reachable from these. */
 const browserSubpaths = ['./client', './react'];
@@ -146,7 +147,7 @@ afterAll(async () => {
 
 describe('the packed package', () => {
   it('exports the same subpaths as the workspace: source in the workspace, dist in the tarball', () => {
-    expect(subpaths).toEqual(['.', './client', './react', './trpc', './prisma', './testing']);
+    expect(subpaths).toEqual(['.', './client', './react', './trpc', './prisma', './mariadb', './testing']);
     expect(Object.keys(packed.exports)).toEqual(Object.keys(workspaceManifest.exports));
     for (const subpath of subpaths) {
       expect(workspaceManifest.exports[subpath]).toMatch(/^\.\/src\/.+\.ts$/);

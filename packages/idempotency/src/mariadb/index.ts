@@ -1,5 +1,5 @@
 /**
- * @idem/idempotency/mariadb — the key table on MariaDB (10.5+, InnoDB) through any Prisma 7 client on
+ * @idem/idempotency/mariadb — the key table on MariaDB (InnoDB; tested on 10.11) through any Prisma 7 client on
  * `@prisma/adapter-mariadb`: the store the tRPC adapter claims with, and the table's schema.
  */
 
