@@ -32,7 +32,7 @@ const store: IdempotencyStore<Tx> =
   process.env.CLAIM === 'check-then-write'
     ? {
         ...real,
-        async claim(request, tx) {
+        async claim(request) {
           const existing = await real.find(request);
           if (existing) return { claimed: false, record: existing };
           await new Promise((resolve) => setTimeout(resolve, gapMs));
