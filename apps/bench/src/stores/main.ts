@@ -1,19 +1,26 @@
 /**
  * `pnpm bench:stores`: each store side by side in one run, through a tiny tRPC app per store (measure.ts): a new
  * key's claim + complete (external and transactional), a replay, a 50-request burst on one key (executions and
- * wall time), and throughput at 8 connections. One file per store exports its factory; a new store is one file
+ * wall time), and throughput at 8 connections, the stores taking turns (BENCH_STORE_ROUNDS rounds) so that the
+ * machine's load falls on all of them alike. One file per store exports its factory; a new store is one file
  * and one line in STORES. Prints a markdown table (docs/BENCHMARKS.md, "Stores", holds one run's).
  *
  * Knobs (environment): DATABASE_URL (Postgres server), MARIADB_URL (MariaDB server), BENCH_STORES (e.g.
  * postgres,mariadb), BENCH_STORE_SAMPLES (500), BENCH_STORE_BURST (50), BENCH_STORE_BURST_MS (50: the burst's
- * procedure time), BENCH_STORE_CONNECTIONS (8), BENCH_STORE_SECONDS (5).
+ * procedure time), BENCH_STORE_CONNECTIONS (8), BENCH_STORE_SECONDS (5), BENCH_STORE_ROUNDS (5).
  */
 import { messageOf } from '../repository.ts';
 import { formatMs } from '../storage/latency.ts';
 import { mariadbStore } from './mariadb.ts';
-import { type MeasureSettings, measureStore, type StoreFigures } from './measure.ts';
+import {
+  type MeasureSettings,
+  measureStores,
+  prepareStore,
+  type StoreApp,
+  type StoreFigures,
+} from './measure.ts';
 import { postgresStore } from './postgres.ts';
-import type { StoreFactory } from './store-under-test.ts';
+import type { StoreFactory, StoreUnderTest } from './store-under-test.ts';
 
 const STORES: Record<string, StoreFactory> = {
   postgres: postgresStore,
@@ -27,6 +34,7 @@ const settings: MeasureSettings = {
   burstProcedureMs: number('BENCH_STORE_BURST_MS', 50),
   connections: number('BENCH_STORE_CONNECTIONS', 8),
   throughputSeconds: number('BENCH_STORE_SECONDS', 5),
+  rounds: number('BENCH_STORE_ROUNDS', 5),
 };
 const chosen = (process.env.BENCH_STORES ?? Object.keys(STORES).join(',')).split(',');
 
@@ -53,23 +61,22 @@ function table(results: StoreFigures[]): string {
     ...rows,
     '',
     ...results.map((figures) => `- ${figures.name}: ${figures.durability}`),
-    `- ${settings.samples} sequential samples per p50; burst procedure ${settings.burstProcedureMs} ms, 409s retried after 20 ms; throughput over ${settings.throughputSeconds} s. Ratios against the first row.`,
+    `- ${settings.samples} sequential samples per p50, the stores taking turns in ${settings.rounds} rounds; burst procedure ${settings.burstProcedureMs} ms, 409s retried after 20 ms; throughput over ${settings.throughputSeconds} s. Ratios against the first row.`,
   ].join('\n');
 }
 
+const opened: StoreUnderTest[] = [];
 try {
-  const results: StoreFigures[] = [];
+  const apps: StoreApp[] = [];
   for (const id of chosen) {
     const factory = STORES[id];
     if (!factory) throw new Error(`unknown store ${id}: one of ${Object.keys(STORES).join(', ')}`);
     const under = await factory(settings.connections);
-    try {
-      console.log(`[bench:stores] ${under.name} (${under.durability})`);
-      results.push(await measureStore(under, settings));
-    } finally {
-      await under.close();
-    }
+    opened.push(under);
+    console.log(`[bench:stores] ${under.name} (${under.durability})`);
+    apps.push(await prepareStore(under));
   }
+  const results = await measureStores(apps, settings);
   console.log('');
   console.log(table(results));
   console.log('');
@@ -77,4 +84,6 @@ try {
 } catch (error) {
   console.error(`[bench:stores] ${messageOf(error)}`);
   process.exitCode = 1;
+} finally {
+  for (const under of opened) await under.close().catch((error: unknown) => console.error(messageOf(error)));
 }

@@ -39,6 +39,8 @@ export interface MeasureSettings {
   burstProcedureMs: number;
   connections: number;
   throughputSeconds: number;
+  /** How many turns the stores take at each figure. */
+  rounds: number;
 }
 
 function app(under: StoreUnderTest, procedureMs: () => number, executions: { count: number }) {
@@ -67,88 +69,153 @@ function app(under: StoreUnderTest, procedureMs: () => number, executions: { cou
   };
 }
 
-async function timed(count: number, call: (index: number) => Promise<unknown>): Promise<LatencySummary> {
+/** One store's app: its caller, its execution counter, and the knob for its procedure's duration. */
+export interface StoreApp {
+  under: StoreUnderTest;
+  call: ReturnType<typeof app>;
+  executions: { count: number };
+  setProcedureMs(ms: number): void;
+  principal: string;
+}
+
+export async function prepareStore(under: StoreUnderTest): Promise<StoreApp> {
+  let procedureMs = 0;
+  const executions = { count: 0 };
+  const call = app(under, () => procedureMs, executions);
+  const principal = `bench:${randomUUID()}`;
+  // Warm-up: connections opened, statements planned.
+  for (let index = 0; index < 50; index += 1) await call(randomUUID(), principal).external();
+  return {
+    under,
+    call,
+    executions,
+    principal,
+    setProcedureMs: (ms) => {
+      procedureMs = ms;
+    },
+  };
+}
+
+async function timed(count: number, call: () => Promise<unknown>): Promise<number[]> {
   const latencies: number[] = [];
   for (let index = 0; index < count; index += 1) {
     const started = performance.now();
-    await call(index);
+    await call();
     latencies.push(performance.now() - started);
   }
-  return summarize(latencies);
+  return latencies;
 }
 
-export async function measureStore(under: StoreUnderTest, settings: MeasureSettings): Promise<StoreFigures> {
-  let procedureMs = 0;
-  const executions = { count: 0 };
-  const caller = app(under, () => procedureMs, executions);
-  const principal = `bench:${randomUUID()}`;
-
-  // Warm-up: connections opened, statements planned.
-  for (let index = 0; index < 50; index += 1) await caller(randomUUID(), principal).external();
-
-  const firstExternal = await timed(settings.samples, () => caller(randomUUID(), principal).external());
-  const firstTransactional = await timed(settings.samples, () =>
-    caller(randomUUID(), principal).transactional(),
-  );
-  const replayKey = randomUUID();
-  await caller(replayKey, principal).external();
-  const replay = await timed(settings.samples, () => caller(replayKey, principal).external());
-
-  const burst = {} as StoreFigures['burst'];
-  for (const mode of ['external', 'transactional'] as const) {
-    procedureMs = settings.burstProcedureMs;
-    const key = randomUUID();
-    const before = executions.count;
-    let conflicts = 0;
-    let errors = 0;
-    const started = performance.now();
-    await Promise.all(
-      Array.from({ length: settings.burst }, async () => {
-        for (let attempt = 0; attempt < 200; attempt += 1) {
-          try {
-            await caller(key, principal)[mode]();
-            return;
-          } catch (error) {
-            if (!(error instanceof TRPCError && error.code === 'CONFLICT')) {
-              errors += 1;
-              return;
-            }
-            conflicts += 1;
-            await new Promise((resolve) => setTimeout(resolve, 20));
-          }
-        }
-        errors += 1;
-      }),
-    );
-    burst[mode] = {
-      executions: executions.count - before,
-      wallMs: performance.now() - started,
-      conflicts,
-      errors,
-    };
-    procedureMs = 0;
-  }
-
-  let completed = 0;
-  const deadline = performance.now() + settings.throughputSeconds * 1000;
-  const throughputStarted = performance.now();
-  await Promise.all(
-    Array.from({ length: settings.connections }, async () => {
-      while (performance.now() < deadline) {
-        await caller(randomUUID(), principal).external();
-        completed += 1;
-      }
+/**
+ * The stores take turns: each figure is measured in `rounds` rounds, and in every round each store runs its
+ * share back to back with the others, so a change in the machine's load falls on all of them alike.
+ */
+export async function measureStores(apps: StoreApp[], settings: MeasureSettings): Promise<StoreFigures[]> {
+  const rounds = settings.rounds;
+  const perRound = Math.max(1, Math.ceil(settings.samples / rounds));
+  const latencies = apps.map(() => ({
+    firstExternal: [] as number[],
+    firstTransactional: [] as number[],
+    replay: [] as number[],
+  }));
+  const replayKeys = await Promise.all(
+    apps.map(async (store) => {
+      const key = randomUUID();
+      await store.call(key, store.principal).external();
+      return key;
     }),
   );
-  const seconds = (performance.now() - throughputStarted) / 1000;
+  for (let round = 0; round < rounds; round += 1) {
+    for (const [index, store] of apps.entries()) {
+      const into = latencies[index];
+      if (!into) continue;
+      into.firstExternal.push(
+        ...(await timed(perRound, () => store.call(randomUUID(), store.principal).external())),
+      );
+      into.firstTransactional.push(
+        ...(await timed(perRound, () => store.call(randomUUID(), store.principal).transactional())),
+      );
+      into.replay.push(
+        ...(await timed(perRound, () => store.call(replayKeys[index] ?? '', store.principal).external())),
+      );
+    }
+  }
 
+  const bursts = apps.map(() => ({}) as StoreFigures['burst']);
+  for (const mode of ['external', 'transactional'] as const)
+    for (const [index, store] of apps.entries()) {
+      const figures = bursts[index];
+      if (figures) figures[mode] = await burst(store, mode, settings);
+    }
+
+  const completed = apps.map(() => 0);
+  const elapsed = apps.map(() => 0);
+  const slice = (settings.throughputSeconds * 1000) / rounds;
+  for (let round = 0; round < rounds; round += 1)
+    for (const [index, store] of apps.entries()) {
+      const started = performance.now();
+      const deadline = started + slice;
+      await Promise.all(
+        Array.from({ length: settings.connections }, async () => {
+          while (performance.now() < deadline) {
+            await store.call(randomUUID(), store.principal).external();
+            completed[index] = (completed[index] ?? 0) + 1;
+          }
+        }),
+      );
+      elapsed[index] = (elapsed[index] ?? 0) + (performance.now() - started) / 1000;
+    }
+
+  return apps.map((store, index) => {
+    const samples = latencies[index] ?? { firstExternal: [], firstTransactional: [], replay: [] };
+    const seconds = elapsed[index] ?? 0;
+    return {
+      name: store.under.name,
+      durability: store.under.durability,
+      firstExternal: summarize(samples.firstExternal),
+      firstTransactional: summarize(samples.firstTransactional),
+      replay: summarize(samples.replay),
+      burst: bursts[index] ?? ({} as StoreFigures['burst']),
+      throughput: {
+        connections: settings.connections,
+        seconds,
+        perSecond: (completed[index] ?? 0) / seconds,
+      },
+    };
+  });
+}
+
+/** `settings.burst` requests with one new key at once; a 409 is retried after 20 ms, as a client would. */
+async function burst(store: StoreApp, mode: 'external' | 'transactional', settings: MeasureSettings) {
+  store.setProcedureMs(settings.burstProcedureMs);
+  const key = randomUUID();
+  const before = store.executions.count;
+  let conflicts = 0;
+  let errors = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: settings.burst }, async () => {
+      for (let attempt = 0; attempt < 200; attempt += 1) {
+        try {
+          await store.call(key, store.principal)[mode]();
+          return;
+        } catch (error) {
+          if (!(error instanceof TRPCError && error.code === 'CONFLICT')) {
+            errors += 1;
+            return;
+          }
+          conflicts += 1;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      }
+      errors += 1;
+    }),
+  );
+  store.setProcedureMs(0);
   return {
-    name: under.name,
-    durability: under.durability,
-    firstExternal,
-    firstTransactional,
-    replay,
-    burst,
-    throughput: { connections: settings.connections, seconds, perSecond: completed / seconds },
+    executions: store.executions.count - before,
+    wallMs: performance.now() - started,
+    conflicts,
+    errors,
   };
 }
