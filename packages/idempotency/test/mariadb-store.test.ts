@@ -12,7 +12,7 @@ import {
   MariadbKeyColumnTooLongError,
   mariadbIdempotencyKeysSchema,
 } from '../src/mariadb/index.ts';
-import { deferred, uniqueScope, uniqueTableName } from './support/db.ts';
+import { deferred, uniqueScope, uniqueTableName, waitUntil } from './support/db.ts';
 import { connectMariadbWithOwnTable, type MariadbWithOwnTable } from './support/mariadb.ts';
 
 let mariadb: MariadbWithOwnTable;
@@ -170,7 +170,7 @@ describe('claim', () => {
   });
 
   it('a session in another time zone sees the same lease (times are UTC_TIMESTAMP, not NOW)', async () => {
-    const request = claimRequest({ leaseSeconds: 2 });
+    const request = claimRequest({ leaseSeconds: 30 });
     await db.$transaction(async (tx) => {
       await tx.$executeRawUnsafe(`SET time_zone = '+10:00'`);
       await store.claim(request, tx);
@@ -642,6 +642,57 @@ describe('cleanup', () => {
       ).toMatchObject({
         state: 'completed',
       });
+    });
+  });
+
+  it('a deadlock victim (the cleanup crossing a transaction that locks rows the other way) is run again; control: the bare DELETE fails with 1213', async () => {
+    await withPrivateTable(async (table) => {
+      const privateStore = createMariadbIdempotencyStore(db, { table });
+      const rowLock = (key: string) =>
+        `SELECT 1 FROM \`${table}\` WHERE scope = 'cleanup' AND \`procedure\` = 'expiredCompleted' AND \`key\` = '${key}' FOR UPDATE`;
+      const lockWaits = async () => {
+        const [row] = await db.$queryRawUnsafe<Array<{ n: bigint }>>(
+          "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?",
+          `%${table}%`,
+        );
+        return Number(row?.n ?? 0);
+      };
+      /**
+       * A transaction that first changes many rows (so InnoDB picks the other side as the victim), locks key 2,
+       * waits until `cleanup` (which deletes in expires_at order: key 1, then key 2) is blocked on it, then locks
+       * key 1: a cycle.
+       */
+      async function crossing(cleanup: () => Promise<number>) {
+        await seed(table, 'expiredCompleted', 2);
+        await seed(table, 'liveCompleted', 50);
+        let result: Promise<number | unknown> = Promise.resolve(null);
+        await db.$transaction(
+          async (tx) => {
+            await tx.$executeRawUnsafe(
+              `UPDATE \`${table}\` SET replay_count = replay_count + 1 WHERE scope = 'cleanup' AND \`procedure\` = 'liveCompleted'`,
+            );
+            await tx.$queryRawUnsafe(rowLock('2'));
+            result = cleanup().catch((error: unknown) => error);
+            await waitUntil(async () => (await lockWaits()) > 0);
+            await tx.$queryRawUnsafe(rowLock('1'));
+          },
+          { timeout: 20_000 },
+        );
+        return result;
+      }
+
+      expect(await crossing(() => privateStore.deleteExpiredBatch(10))).toBe(2);
+      expect(await countsByKind(table)).toEqual({ liveCompleted: 50 });
+
+      await db.$executeRawUnsafe(`DELETE FROM \`${table}\``);
+      const control = await crossing(() =>
+        db.$executeRawUnsafe(
+          `DELETE FROM \`${table}\` WHERE expires_at <= UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT 10`,
+        ),
+      );
+      expect(control).toBeInstanceOf(Error);
+      expect(String((control as Error).message)).toMatch(/1213|Deadlock/);
+      expect(privateStore.isLockTimeout(control)).toBe(true);
     });
   });
 

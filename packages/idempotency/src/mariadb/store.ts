@@ -47,6 +47,29 @@ const truth = (value: SqlBoolean) => Number(value ?? 0) === 1;
 /** MariaDB's ER_LOCK_WAIT_TIMEOUT (innodb_lock_wait_timeout ran out) and ER_LOCK_DEADLOCK. */
 const LOCK_WAIT_TIMEOUT = 1205;
 const DEADLOCK = 1213;
+const isDeadlock = (error: unknown) =>
+  hasMariadbErrno(error, DEADLOCK, /Deadlock found when trying to get lock/i);
+
+/** Deadlock victims are retried this many times before the error is thrown. */
+const DEADLOCK_RETRIES = 3;
+
+/**
+ * Runs one autocommit statement again when InnoDB chose it as a deadlock victim. A victim's statement was rolled
+ * back whole, so running it again is what it would have done; the store's writes are all guarded (fenced by the
+ * owner, or re-checking the row), so a retry never does more than the first attempt would have. Deadlocks here
+ * come from the cleanup's range DELETE (it locks the expires_at index, then the rows) crossing a takeover or a
+ * completion (the row, then the index). Inside a transaction the whole transaction is rolled back instead: that
+ * error goes up, and `isLockTimeout` makes it a 409.
+ */
+async function retryingDeadlocks<T>(statement: () => PromiseLike<T>): Promise<T> {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return await statement();
+    } catch (error) {
+      if (attempt >= DEADLOCK_RETRIES || !isDeadlock(error)) throw error;
+    }
+  }
+}
 
 /**
  * Why MariaDB, not "MySQL": the lock wait of a transactional claim is bounded per statement with MariaDB's
@@ -209,38 +232,46 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
 
   async function renewLease(key: RecordKey, owner: string, leaseSeconds: number): Promise<boolean> {
     // The driver counts matched rows (found rows), so a renewal that lands on the same microsecond still counts.
-    const count = await db.$executeRawUnsafe(
-      `UPDATE ${table} SET locked_until = ${inSeconds('?')}
+    const count = await retryingDeadlocks(() =>
+      db.$executeRawUnsafe(
+        `UPDATE ${table} SET locked_until = ${inSeconds('?')}
        WHERE ${where} AND lease_owner = ? AND state = 'processing'`,
-      leaseSeconds,
-      ...keyParams(key),
-      owner,
+        leaseSeconds,
+        ...keyParams(key),
+        owner,
+      ),
     );
     return count === 1;
   }
 
   return {
-    claim: (request, tx) => explainingMissingMariadbTable(tableName, () => claim(request, tx)),
+    claim: (request, tx) =>
+      explainingMissingMariadbTable(tableName, () =>
+        tx ? claim(request, tx) : retryingDeadlocks(() => claim(request)),
+      ),
     ...(options.leaseRenewal === false ? {} : { renewLease }),
 
     async complete(key, owner, response: StoredResponse, tx?: SqlExecutor) {
-      const count = await on(tx).$executeRawUnsafe(
-        `UPDATE ${table} SET state = 'completed', response = ?, http_status = ?, lease_owner = NULL,
+      const statement = () =>
+        on(tx).$executeRawUnsafe(
+          `UPDATE ${table} SET state = 'completed', response = ?, http_status = ?, lease_owner = NULL,
            locked_until = NULL
          WHERE ${where} AND lease_owner = ? AND state = 'processing'`,
-        JSON.stringify(response),
-        response.httpStatus,
-        ...keyParams(key),
-        owner,
-      );
-      return count === 1;
+          JSON.stringify(response),
+          response.httpStatus,
+          ...keyParams(key),
+          owner,
+        );
+      return (await (tx ? statement() : retryingDeadlocks(statement))) === 1;
     },
 
     async release(key, owner) {
-      const count = await db.$executeRawUnsafe(
-        `DELETE FROM ${table} WHERE ${where} AND lease_owner = ? AND state = 'processing'`,
-        ...keyParams(key),
-        owner,
+      const count = await retryingDeadlocks(() =>
+        db.$executeRawUnsafe(
+          `DELETE FROM ${table} WHERE ${where} AND lease_owner = ? AND state = 'processing'`,
+          ...keyParams(key),
+          owner,
+        ),
       );
       return count === 1;
     },
@@ -251,9 +282,11 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
     },
 
     async countReplay(key) {
-      await db.$executeRawUnsafe(
-        `UPDATE ${table} SET replay_count = replay_count + 1 WHERE ${where}`,
-        ...keyParams(key),
+      await retryingDeadlocks(() =>
+        db.$executeRawUnsafe(
+          `UPDATE ${table} SET replay_count = replay_count + 1 WHERE ${where}`,
+          ...keyParams(key),
+        ),
       );
     },
 
@@ -271,16 +304,17 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
     // A deadlock victim is a claim that lost a race for the same row (two takeovers of one expired key in
     // transactional mode, each holding the shared lock its INSERT IGNORE took): the same "still in progress".
     isLockTimeout: (error) =>
-      hasMariadbErrno(error, LOCK_WAIT_TIMEOUT, /Lock wait timeout exceeded/i) ||
-      hasMariadbErrno(error, DEADLOCK, /Deadlock found when trying to get lock/i),
+      hasMariadbErrno(error, LOCK_WAIT_TIMEOUT, /Lock wait timeout exceeded/i) || isDeadlock(error),
 
     deleteExpiredBatch: (batchSize) =>
       explainingMissingMariadbTable(tableName, () =>
-        db.$executeRawUnsafe(
-          `DELETE FROM ${table}
+        retryingDeadlocks(() =>
+          db.$executeRawUnsafe(
+            `DELETE FROM ${table}
            WHERE expires_at <= ${NOW} AND NOT (state = 'processing' AND locked_until > ${NOW})
            ORDER BY expires_at LIMIT ?`,
-          batchSize,
+            batchSize,
+          ),
         ),
       ),
   };
