@@ -4,7 +4,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type ClaimRequest, fingerprintRequest, type RecordKey, type StoredResponse } from '../src/index.ts';
+import { resolveOptions } from '../src/core/config.ts';
+import { handleTransactional } from '../src/core/handler.ts';
+import {
+  type ClaimRequest,
+  fingerprintRequest,
+  IdempotencyError,
+  type RecordKey,
+  type StoredResponse,
+} from '../src/index.ts';
 import {
   cleanupExpiredKeys,
   createMariadbIdempotencyStore,
@@ -522,6 +530,31 @@ describe('transaction', () => {
       claimed: false,
       record: { state: 'completed', response: output },
     });
+  });
+
+  it('through the handler: a duplicate that outwaits the lock bound is a 409 in progress, not a 500', async () => {
+    const options = resolveOptions({ lockTimeoutMs: 1_000 });
+    const request = claimRequest();
+    const holding = deferred();
+    const claimed = deferred();
+    const first = handleTransactional(store, options, request, async () => {
+      claimed.resolve();
+      await holding.promise;
+      return { result: 'first', response: output };
+    });
+    await claimed.promise;
+    const duplicate = await handleTransactional(store, options, request, async () => ({
+      result: 'duplicate',
+      response: output,
+    })).catch((error: unknown) => error);
+    expect(duplicate).toBeInstanceOf(IdempotencyError);
+    expect(duplicate).toMatchObject({ code: 'idempotency_request_in_progress', httpStatus: 409 });
+    holding.resolve();
+    expect(await first).toMatchObject({ kind: 'executed', result: 'first' });
+    // Control: once the first has committed, the same duplicate replays.
+    expect(
+      await handleTransactional(store, options, request, async () => ({ result: 'late', response: output })),
+    ).toMatchObject({ kind: 'replayed', response: output });
   });
 
   it('a rolled-back claim leaves the key free', async () => {
