@@ -149,10 +149,12 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
   }
 
   /**
-   * The claim is one INSERT IGNORE on the primary key (scope, procedure, key): InnoDB checks the unique key and
-   * inserts under the index record's lock, so of N concurrent claims exactly one inserts; the others find the
-   * duplicate, take a shared lock on it (waiting, if its insert is not committed yet, until it commits or rolls
-   * back — bounded by innodb_lock_wait_timeout) and insert nothing. "Claimed vs held" is the affected-row count:
+   * The claim is one INSERT IGNORE on the primary key (scope, procedure, key). Why it is atomic under InnoDB: the
+   * insert checks the clustered (primary) index for the key and writes its record under an exclusive record lock
+   * in one step, so of N concurrent claims exactly one inserts. Each other one finds the duplicate record and
+   * takes a shared next-key lock on it; if that record's insert is not committed yet, the lock waits until it
+   * commits (the claim then ignores the duplicate) or rolls back (the claim then inserts) — bounded by
+   * innodb_lock_wait_timeout. No claim decides from a read. "Claimed vs held" is the affected-row count:
    * 1 inserted, 0 ignored (the driver's found-rows flag changes UPDATE counts, never an INSERT IGNORE's).
    * IGNORE would also turn a too-long value into a truncated one: the key columns are checked first.
    *
