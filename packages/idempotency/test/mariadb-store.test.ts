@@ -691,18 +691,19 @@ describe('cleanup', () => {
         return Number(row?.n ?? 0);
       };
       /**
-       * A transaction that first changes many rows (so InnoDB picks the other side as the victim), locks key 2,
-       * waits until `cleanup` (which deletes in expires_at order: key 1, then key 2) is blocked on it, then locks
-       * key 1: a cycle.
+       * A transaction that first writes many rows of another table (so InnoDB picks the other side as the victim,
+       * without locking anything of the key table), locks key 2, waits until `cleanup` (which deletes in
+       * expires_at order: key 1, then key 2) is blocked on it, then locks key 1: a cycle.
        */
       async function crossing(cleanup: () => Promise<number>) {
         await seed(table, 'expiredCompleted', 2);
         await seed(table, 'liveCompleted', 50);
+        await db.$executeRawUnsafe(`CREATE TABLE IF NOT EXISTS \`${table}_weight\` (i INT NOT NULL)`);
         let result: Promise<number | unknown> = Promise.resolve(null);
         await db.$transaction(
           async (tx) => {
             await tx.$executeRawUnsafe(
-              `UPDATE \`${table}\` SET replay_count = replay_count + 1 WHERE scope = 'cleanup' AND \`procedure\` = 'liveCompleted'`,
+              `INSERT INTO \`${table}_weight\` (i) VALUES ${Array.from({ length: 200 }, (_, i) => `(${i})`).join(', ')}`,
             );
             await tx.$queryRawUnsafe(rowLock('2'));
             result = cleanup().catch((error: unknown) => error);
@@ -726,6 +727,7 @@ describe('cleanup', () => {
       expect(control).toBeInstanceOf(Error);
       expect(String((control as Error).message)).toMatch(/1213|Deadlock/);
       expect(privateStore.isLockTimeout(control)).toBe(true);
+      await db.$executeRawUnsafe(`DROP TABLE \`${table}_weight\``);
     });
   });
 
