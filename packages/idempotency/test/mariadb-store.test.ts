@@ -18,6 +18,7 @@ import {
   createMariadbIdempotencyStore,
   MariadbIdempotencyTableMissingError,
   MariadbKeyColumnTooLongError,
+  MariadbResponseTooLargeError,
   mariadbIdempotencyKeysSchema,
 } from '../src/mariadb/index.ts';
 import { deferred, uniqueScope, uniqueTableName, waitUntil } from './support/db.ts';
@@ -282,6 +283,25 @@ describe('complete and release (fenced by the lease owner)', () => {
     };
     expect(await store.complete(keyOf(big), big.owner, body)).toBe(true);
     expect((await store.find(keyOf(big)))?.response).toEqual(body);
+  });
+
+  it('a response larger than MEDIUMTEXT is refused with a typed error, and the key stays as it was', async () => {
+    const request = claimRequest();
+    await store.claim(request);
+    const huge: StoredResponse = { kind: 'output', httpStatus: 200, body: 'x'.repeat(16_777_216) };
+    await expect(store.complete(keyOf(request), request.owner, huge)).rejects.toBeInstanceOf(
+      MariadbResponseTooLargeError,
+    );
+    expect(await store.find(keyOf(request))).toMatchObject({ state: 'processing', response: null });
+    const declined: StoredResponse = {
+      kind: 'error',
+      httpStatus: 402,
+      code: 'X',
+      message: 'é'.repeat(8_388_608),
+    };
+    const refused = claimRequest({ response: declined });
+    await expect(store.claim(refused)).rejects.toThrow(/at most 16777215/);
+    expect(await store.find(keyOf(refused))).toBeNull();
   });
 
   it('release with the right owner deletes the claim; another owner, or a completed key, is kept', async () => {

@@ -1,6 +1,6 @@
 /** The MariaDB store's setup errors: server faults (500, cause logged), each saying how to fix it. */
 import { IdempotencyStoreSetupError } from '../core/errors.ts';
-import { hasMariadbErrno, MARIADB_KEY_COLUMN_BYTES } from './sql.ts';
+import { hasMariadbErrno, MARIADB_KEY_COLUMN_BYTES, MARIADB_RESPONSE_BYTES } from './sql.ts';
 
 /** MariaDB's ER_NO_SUCH_TABLE: also what a missing database in a qualified `table` option gives. */
 const NO_SUCH_TABLE = 1146;
@@ -34,6 +34,20 @@ export class MariadbKeyColumnTooLongError extends IdempotencyStoreSetupError {
     super(
       `The idempotency ${column} is ${bytes} bytes (UTF-8); the MariaDB key table holds at most ` +
         `${MARIADB_KEY_COLUMN_BYTES[column]}. Use a shorter ${column === 'scope' ? 'scope (e.g. a user id)' : column}.`,
+    );
+  }
+}
+
+/**
+ * A response (its JSON text) larger than the `response` column (MEDIUMTEXT, 16 MiB): refused before any SQL, so
+ * a server without strict mode never stores a truncated response that a replay could not parse.
+ */
+export class MariadbResponseTooLargeError extends IdempotencyStoreSetupError {
+  override readonly name = 'MariadbResponseTooLargeError';
+  constructor(readonly bytes: number) {
+    super(
+      `The response to store is ${bytes} bytes of JSON; the MariaDB key table holds at most ${MARIADB_RESPONSE_BYTES} ` +
+        '(MEDIUMTEXT). Return less from an idempotent procedure (e.g. an id to fetch the rest with).',
     );
   }
 }

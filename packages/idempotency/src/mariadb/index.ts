@@ -6,7 +6,11 @@
 export { type CleanupResult, cleanupExpiredKeys } from '../prisma/cleanup.ts';
 export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../prisma/client.ts';
 export { DEFAULT_IDEMPOTENCY_TABLE } from '../prisma/sql.ts';
-export { MariadbIdempotencyTableMissingError, MariadbKeyColumnTooLongError } from './errors.ts';
+export {
+  MariadbIdempotencyTableMissingError,
+  MariadbKeyColumnTooLongError,
+  MariadbResponseTooLargeError,
+} from './errors.ts';
 export { type MariadbIdempotencyKeysSchema, mariadbIdempotencyKeysSchema } from './schema.ts';
-export { MARIADB_KEY_COLUMN_BYTES } from './sql.ts';
+export { MARIADB_KEY_COLUMN_BYTES, MARIADB_RESPONSE_BYTES } from './sql.ts';
 export { createMariadbIdempotencyStore, type MariadbStoreOptions } from './store.ts';

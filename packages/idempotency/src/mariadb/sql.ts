@@ -23,6 +23,9 @@ export function bareMariadbTableName(name: string): string {
  */
 export const MARIADB_KEY_COLUMN_BYTES = { scope: 512, procedure: 255, key: 255 } as const;
 
+/** MEDIUMTEXT's capacity in bytes: the largest stored response (its JSON text, UTF-8). */
+export const MARIADB_RESPONSE_BYTES = 16_777_215;
+
 /**
  * Finds a MariaDB error number anywhere in an error's chain (Prisma wraps driver errors differently by path:
  * `errno` on the driver's error, `originalCode` on the adapter's, or only in the message text).

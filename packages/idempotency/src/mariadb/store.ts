@@ -8,8 +8,17 @@ import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/recor
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../prisma/client.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../prisma/sql.ts';
-import { explainingMissingMariadbTable, MariadbKeyColumnTooLongError } from './errors.ts';
-import { hasMariadbErrno, MARIADB_KEY_COLUMN_BYTES, quoteMariadbTable } from './sql.ts';
+import {
+  explainingMissingMariadbTable,
+  MariadbKeyColumnTooLongError,
+  MariadbResponseTooLargeError,
+} from './errors.ts';
+import {
+  hasMariadbErrno,
+  MARIADB_KEY_COLUMN_BYTES,
+  MARIADB_RESPONSE_BYTES,
+  quoteMariadbTable,
+} from './sql.ts';
 
 export interface MariadbStoreOptions {
   /** The table (see `mariadbIdempotencyKeysSchema()`). Default `idempotency_keys`. */
@@ -43,6 +52,14 @@ const NOW = 'UTC_TIMESTAMP(6)';
 const inSeconds = (placeholder: string) =>
   `TIMESTAMPADD(MICROSECOND, ROUND(${placeholder} * 1000000), ${NOW})`;
 const truth = (value: SqlBoolean) => Number(value ?? 0) === 1;
+
+/** The response as the column stores it; too large for the column is refused (see MariadbResponseTooLargeError). */
+function responseText(response: StoredResponse): string {
+  const text = JSON.stringify(response);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > MARIADB_RESPONSE_BYTES) throw new MariadbResponseTooLargeError(bytes);
+  return text;
+}
 
 /** MariaDB's ER_LOCK_WAIT_TIMEOUT (innodb_lock_wait_timeout ran out) and ER_LOCK_DEADLOCK. */
 const LOCK_WAIT_TIMEOUT = 1205;
@@ -129,7 +146,7 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
     const columns: Array<[column: string, sql: string, params: unknown[]]> = response
       ? [
           ['state', `'completed'`, []],
-          ['response', '?', [JSON.stringify(response)]],
+          ['response', '?', [responseText(response)]],
           ['http_status', '?', [response.httpStatus]],
           ['lease_owner', 'NULL', []],
           ['locked_until', 'NULL', []],
@@ -254,12 +271,13 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
     ...(options.leaseRenewal === false ? {} : { renewLease }),
 
     async complete(key, owner, response: StoredResponse, tx?: SqlExecutor) {
+      const text = responseText(response);
       const statement = () =>
         on(tx).$executeRawUnsafe(
           `UPDATE ${table} SET state = 'completed', response = ?, http_status = ?, lease_owner = NULL,
            locked_until = NULL
          WHERE ${where} AND lease_owner = ? AND state = 'processing'`,
-          JSON.stringify(response),
+          text,
           response.httpStatus,
           ...keyParams(key),
           owner,
