@@ -52,6 +52,7 @@ const expectedPeersBySubpath: Record<string, string[]> = {
   // The plain HTTP adapters import no framework at runtime: Express only for its types.
   './fetch': [],
   './express': [],
+  './mariadb': [],
 };
 /** Browser bundles: no `node:*` module may be reachable from these. */
 const browserSubpaths = ['./client', './react'];
@@ -159,6 +160,7 @@ describe('the packed package', () => {
       './trpc',
       './prisma',
       './sqlite',
+      './mariadb',
       './testing',
       './fetch',
       './express',
