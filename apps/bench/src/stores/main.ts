@@ -6,7 +6,7 @@
  * and one line in STORES. Prints a markdown table (docs/BENCHMARKS.md, "Stores", holds one run's).
  *
  * Knobs (environment): DATABASE_URL (Postgres server), MARIADB_URL (MariaDB server), BENCH_STORES (e.g.
- * postgres,mariadb), BENCH_STORE_SAMPLES (500), BENCH_STORE_BURST (50), BENCH_STORE_BURST_MS (50: the burst's
+ * postgres,mariadb,sqlite), BENCH_STORE_SAMPLES (500), BENCH_STORE_BURST (50), BENCH_STORE_BURST_MS (50: the burst's
  * procedure time), BENCH_STORE_CONNECTIONS (8), BENCH_STORE_SECONDS (5), BENCH_STORE_ROUNDS (5).
  */
 import { messageOf } from '../repository.ts';
@@ -20,11 +20,13 @@ import {
   type StoreFigures,
 } from './measure.ts';
 import { postgresStore } from './postgres.ts';
+import { sqliteStore } from './sqlite.ts';
 import type { StoreFactory, StoreUnderTest } from './store-under-test.ts';
 
 const STORES: Record<string, StoreFactory> = {
   postgres: postgresStore,
   mariadb: mariadbStore,
+  sqlite: sqliteStore,
 };
 
 const number = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
