@@ -13,7 +13,11 @@ import { createHash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { createPrismaClient, type Database } from '@idem/db';
 import { fingerprintRequest } from '@idem/idempotency';
-import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '@idem/idempotency/prisma';
+import {
+  createPrismaIdempotencyStore,
+  idempotencyStatementName,
+  type PrismaTransactionLike,
+} from '@idem/idempotency/prisma';
 import { createIdempotency } from '@idem/idempotency/trpc';
 import { initTRPC } from '@trpc/server';
 import pg from 'pg';
@@ -66,6 +70,12 @@ async function main() {
   const databaseUrl = await createDatabase(server.adminUrl, name);
   const sql = new pg.Client({ connectionString: databaseUrl });
   const db = createPrismaClient({ connectionString: databaseUrl, max: 2 });
+  // The app's configuration: the store's statements prepared once per connection.
+  const dbPrepared = createPrismaClient({
+    connectionString: databaseUrl,
+    max: 2,
+    statementName: idempotencyStatementName,
+  });
   try {
     await migrateDatabase(databaseUrl);
     await sql.connect();
@@ -73,9 +83,9 @@ async function main() {
       'create table bench_effects (id bigserial primary key, n int, at timestamptz default now())',
     );
     const statements = await recordedStatements();
-    const router = createRouter(db, 'identity');
-    const caller = router.createCaller;
-    const callWith = (key: string) => caller({ headers: new Headers({ 'idempotency-key': key }) });
+    const unnamed = createRouter(db, 'identity').createCaller;
+    const prepared = createRouter(dbPrepared, 'identity').createCaller;
+    const withKey = (key: string) => ({ headers: new Headers({ 'idempotency-key': key }) });
     const replayKeys: string[] = [];
     const primeKey = () => {
       const key = randomUUID();
@@ -145,11 +155,13 @@ async function main() {
             ...statements.completeParams('profile-sql', 'prisma.idem', key),
           );
         }),
-      'trpc: unprotected': () => callWith(randomUUID()).unprotected({ n: 1 }),
-      'trpc: protected (first execution)': () => callWith(primeKey()).protected({ n: 1 }),
+      'trpc: unprotected': () => prepared(withKey(randomUUID())).unprotected({ n: 1 }),
+      'trpc: protected, unnamed statements (first execution)': () =>
+        unnamed(withKey(randomUUID())).protected({ n: 1 }),
+      'trpc: protected (first execution)': () => prepared(withKey(primeKey())).protected({ n: 1 }),
       'trpc: protected (replay)': () => {
         const key = replayKeys[replayIndex++];
-        return callWith(key ?? primeKey()).protected({ n: 1 });
+        return prepared(withKey(key ?? primeKey())).protected({ n: 1 });
       },
       'js: fingerprint': () => fingerprintRequest('bench.protected', { n: 1 }),
       'js: randomUUID': () => randomUUID(),
@@ -182,6 +194,7 @@ async function main() {
   } finally {
     await sql.end().catch(() => {});
     await db.$disconnect();
+    await dbPrepared.$disconnect();
     await dropDatabase(server.adminUrl, name);
   }
 }

@@ -12,6 +12,7 @@ import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './cli
 import { expiredBatchDelete } from './expired-batch.ts';
 import { explainingMissingTable } from './missing-table.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE, hasPostgresCode, quoteTable } from './sql.ts';
+import { marked } from './statement-names.ts';
 
 export interface PrismaStoreOptions {
   /** The table (see the README for the model: `idempotencyKeysSchema()`). Default `idempotency_keys`. */
@@ -78,10 +79,12 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   const keyParams = (key: RecordKey) => [key.scope, key.procedure, key.key];
   const on = (tx?: SqlExecutor): SqlExecutor => tx ?? db;
 
-  const selectRecord = `
-    select scope, procedure, key, fingerprint, state, response, lease_owner,
+  const selectRecord = marked(
+    'find',
+    `select scope, procedure, key, fingerprint, state, response, lease_owner,
            coalesce(locked_until > now(), false) as lease_active, created_at, expires_at, replay_count
-    from ${table} where ${where}`;
+    from ${table} where ${where}`,
+  );
 
   async function find(key: RecordKey, tx?: SqlExecutor): Promise<IdempotencyRecord | null> {
     const rows = await on(tx).$queryRawUnsafe<RecordRow[]>(selectRecord, ...keyParams(key));
@@ -176,7 +179,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
       ${session ? `from ${session}` : ''}
       where ${where} and ((${expiredRow}${variant.capped ? ` and ${inFlight} < ${cap}` : ''}) or ${deadLeaseSameRequest})
       returning 1 as updated`;
-    const built = { sql, params };
+    const built = { sql: marked(kind, sql), params };
     statements.set(name, built);
     return built;
   }
@@ -232,14 +235,31 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     return { claimed: false, record };
   }
 
+  const renewSql = marked(
+    'renew',
+    `update ${table} set locked_until = now() + make_interval(secs => $5::double precision)
+     where ${where} and lease_owner = $4::uuid and state = 'processing'`,
+  );
+  const completeSql = marked(
+    'complete',
+    `update ${table} set state = 'completed', response = $5, http_status = $6, lease_owner = null,
+       locked_until = null
+     where ${where} and lease_owner = $4::uuid and state = 'processing'`,
+  );
+  const releaseSql = marked(
+    'release',
+    `delete from ${table} where ${where} and lease_owner = $4::uuid and state = 'processing'`,
+  );
+  // Statistics: committed without waiting for the WAL flush (synchronous_commit off for this one implicit
+  // transaction). A crash may lose the last few counts; a replay never waits on an fsync for them.
+  const countReplaySql = marked(
+    'count-replay',
+    `update ${table} set replay_count = replay_count + 1
+     from (select set_config('synchronous_commit', 'off', true)) as session where ${where}`,
+  );
+
   async function renewLease(key: RecordKey, owner: string, leaseSeconds: number): Promise<boolean> {
-    const count = await db.$executeRawUnsafe(
-      `update ${table} set locked_until = now() + make_interval(secs => $5::double precision)
-       where ${where} and lease_owner = $4::uuid and state = 'processing'`,
-      ...keyParams(key),
-      owner,
-      leaseSeconds,
-    );
+    const count = await db.$executeRawUnsafe(renewSql, ...keyParams(key), owner, leaseSeconds);
     return count === 1;
   }
 
@@ -250,9 +270,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
 
     async complete(key, owner, response, tx?: SqlExecutor) {
       const count = await on(tx).$executeRawUnsafe(
-        `update ${table} set state = 'completed', response = $5, http_status = $6,
-           lease_owner = null, locked_until = null
-         where ${where} and lease_owner = $4::uuid and state = 'processing'`,
+        completeSql,
         ...keyParams(key),
         owner,
         JSON.stringify(response),
@@ -262,24 +280,14 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     },
 
     async release(key, owner) {
-      const count = await db.$executeRawUnsafe(
-        `delete from ${table} where ${where} and lease_owner = $4::uuid and state = 'processing'`,
-        ...keyParams(key),
-        owner,
-      );
+      const count = await db.$executeRawUnsafe(releaseSql, ...keyParams(key), owner);
       return count === 1;
     },
 
     find: (key) => find(key),
 
     async countReplay(key) {
-      // Statistics: committed without waiting for the WAL flush (synchronous_commit off for this one implicit
-      // transaction). A crash may lose the last few counts; a replay never waits on an fsync for them.
-      await db.$executeRawUnsafe(
-        `update ${table} set replay_count = replay_count + 1
-         from (select set_config('synchronous_commit', 'off', true)) as session where ${where}`,
-        ...keyParams(key),
-      );
+      await db.$executeRawUnsafe(countReplaySql, ...keyParams(key));
     },
 
     transaction<T>(fn: (tx: PrismaTransactionLike<TClient>) => Promise<T>, options: TransactionOptions) {
