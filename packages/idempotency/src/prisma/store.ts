@@ -79,12 +79,22 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   const keyParams = (key: RecordKey) => [key.scope, key.procedure, key.key];
   const on = (tx?: SqlExecutor): SqlExecutor => tx ?? db;
 
-  const selectRecord = marked(
-    'find',
-    `select scope, procedure, key, fingerprint, state, response, lease_owner,
+  const selectRecordSql = `
+    select scope, procedure, key, fingerprint, state, response, lease_owner,
            coalesce(locked_until > now(), false) as lease_active, created_at, expires_at, replay_count
-    from ${table} where ${where}`,
+    from ${table} where ${where}`;
+  const selectRecord = marked('find', selectRecordSql);
+  // A finished request's record as a duplicate gets it: no lock, no transaction, judged by the database's clock.
+  const selectCompleted = marked(
+    'find-completed',
+    `${selectRecordSql} and state = 'completed' and expires_at > now()`,
   );
+
+  async function findCompleted(key: RecordKey): Promise<IdempotencyRecord | null> {
+    const rows = await db.$queryRawUnsafe<RecordRow[]>(selectCompleted, ...keyParams(key));
+    const row = rows[0];
+    return row ? toRecord(row) : null;
+  }
 
   async function find(key: RecordKey, tx?: SqlExecutor): Promise<IdempotencyRecord | null> {
     const rows = await on(tx).$queryRawUnsafe<RecordRow[]>(selectRecord, ...keyParams(key));
@@ -285,6 +295,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     },
 
     find: (key) => find(key),
+    findCompleted,
 
     async countReplay(key) {
       await db.$executeRawUnsafe(countReplaySql, ...keyParams(key));

@@ -20,7 +20,7 @@ export function connect(max = 10): Database {
   return createPrismaClient({
     connectionString: databaseUrl(),
     max,
-    ...(prepared ? { statementName: idempotencyStatementName } : {}),
+    statementName: idempotencyStatementName,
   });
 }
 
