@@ -23,10 +23,15 @@ import { createPrismaClient } from '@idem/db';
 import { startProvider } from '@idem/provider';
 import pg from 'pg';
 import { cannon as runCannon, type LoadSample as Sample } from './cannon.ts';
+import { svgChart } from './chart.ts';
 import { peerSettingsFromEnv } from './peers/config.ts';
+import { type ArmId, arms } from './peers/contenders.ts';
 import { formatPeersReport } from './peers/report.ts';
+import type { PeersResult } from './peers/results.ts';
 import { runPeerBench } from './peers/run-peers.ts';
+import { createProgress, type Progress } from './progress.ts';
 import {
+  benchRoot,
   createDatabase,
   demoUsers,
   dropDatabase,
@@ -39,17 +44,50 @@ import {
   useExternalServer,
   withDatabase,
 } from './repository.ts';
+import { readStorageSettings, runStorageBench, Teardown } from './storage/index.ts';
+import type { StorageBenchResult } from './storage/report.ts';
 import { keptStorageResults } from './storage/results-file.ts';
+import { BEFORE, type Figure, figure, summaryMarkdown, writeSummaryIntoBenchmarks } from './summary.ts';
 
-const RUNS = Math.max(5, intEnv('BENCH_RUNS', 5));
-const P1_SECONDS = intEnv('BENCH_P1_SECONDS', 3);
-const P2_SECONDS = intEnv('BENCH_P2_SECONDS', 5);
+/** BENCH_QUICK=1: every section at its shortest (for development; the figures are noisier, not comparable). */
+const QUICK = process.env.BENCH_QUICK === '1';
+const knob = (name: string, normal: number, quick: number) => intEnv(name, QUICK ? quick : normal);
+
+const RUNS = Math.max(5, knob('BENCH_RUNS', 5, 5));
+const P1_SECONDS = knob('BENCH_P1_SECONDS', 3, 1);
+const P2_SECONDS = knob('BENCH_P2_SECONDS', 5, 1);
 const P2_CONNECTIONS = 32;
-const P3_KEYS = intEnv('BENCH_P3_KEYS', 200);
+const P3_KEYS = knob('BENCH_P3_KEYS', 200, 40);
 const P5_BURST = 50;
-const PGBENCH_SECONDS = intEnv('BENCH_PGBENCH_SECONDS', 4);
+const PGBENCH_SECONDS = knob('BENCH_PGBENCH_SECONDS', 4, 1);
+/** P2 against connections: protected and unprotected at each count, BENCH_CURVE_ROUNDS rounds (ABAB). */
+const CURVE_CONNECTIONS = [1, 8, 32, 128];
+const CURVE_ROUNDS = knob('BENCH_CURVE_ROUNDS', 3, 1);
+const CURVE_SECONDS = knob('BENCH_CURVE_SECONDS', 3, 1);
+/** The realistic path: `checkout.placeOrder` with and without the layer, one connection, per run. */
+const ORDER_SECONDS = knob('BENCH_ORDER_SECONDS', 3, 1);
 const VERBOSE = process.env.BENCH_VERBOSE === '1';
 const PEERS = process.env.BENCH_PEERS !== '0';
+const STORAGE = process.env.BENCH_STORAGE !== '0';
+
+// The other sections read their own knobs from the environment: quick mode sets their short defaults there.
+if (QUICK) {
+  const quickDefaults: Record<string, string> = {
+    BENCH_PEERS_P1_SECONDS: '1',
+    BENCH_PEERS_P2_SECONDS: '1',
+    BENCH_PEERS_REPLAY_KEYS: '20',
+    BENCH_PEERS_TWO_INSTANCES: '0',
+    BENCH_P6_ROWS: '100000',
+    BENCH_P6_LIVE_ROWS: '20000',
+    BENCH_P6_BASELINE_SECONDS: '2',
+    BENCH_STORAGE_SCOPES: '10000',
+    BENCH_GROWTH_ROWS: '10000',
+    BENCH_GROWTH_SAMPLES: '200',
+  };
+  for (const [name, value] of Object.entries(quickDefaults)) process.env[name] ??= value;
+}
+// `pnpm bench` runs P6 and the growth series (the partitioned-expiry experiment stays in `pnpm bench:storage`).
+process.env.BENCH_STORAGE_SECTIONS ??= 'p6,growth';
 
 const WEB_DIR = path.join(repoRoot, 'apps/web');
 const NEXT_BIN = path.join(WEB_DIR, 'node_modules/next/dist/bin/next');
@@ -352,53 +390,126 @@ function pgbenchFloor(databaseUrl: string): PgbenchFloor | { skipped: string } {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Report: table, JSON, SVG.
+// P2 against connections, the realistic path (checkout), the client bundle (P7).
 
-interface Figure {
-  id: string;
-  label: string;
-  value: number;
-  target: string;
-  met: boolean;
-  /** For the chart: the target's bound and whether the value must stay below it. */
-  bound: number;
-  upper: boolean;
-  detail: string;
+interface CurveLevel {
+  connections: number;
+  protectedRps: number;
+  unprotectedRps: number;
+  /** Median of the per-round ratios. */
+  ratio: number;
+  rounds: Array<Record<Procedure, number>>;
 }
 
-function svgChart(figures: Figure[], title: string): string {
-  const width = 760;
-  const rowHeight = 44;
-  const left = 250;
-  const barWidth = 420;
-  const top = 48;
-  const height = top + figures.length * rowHeight + 40;
-  const xml = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
-  const rows = figures.map((figure, index) => {
-    const y = top + index * rowHeight;
-    const scale = Math.max(figure.value, figure.bound, 0.001) * 1.25;
-    const w = Math.max(1, (figure.value / scale) * barWidth);
-    const tx = left + (figure.bound / scale) * barWidth;
-    const color = figure.met ? '#2e7d32' : '#c62828';
-    return [
-      `<text x="${left - 10}" y="${y + 20}" text-anchor="end">${xml(figure.label)}</text>`,
-      `<rect x="${left}" y="${y + 6}" width="${w.toFixed(1)}" height="20" fill="${color}"/>`,
-      `<line x1="${tx.toFixed(1)}" y1="${y + 1}" x2="${tx.toFixed(1)}" y2="${y + 31}" stroke="#111" stroke-width="2" stroke-dasharray="4 2"/>`,
-      `<text x="${(left + w + 6).toFixed(1)}" y="${y + 20}">${xml(`${formatValue(figure.value)} (target ${figure.target})`)}</text>`,
-    ].join('\n  ');
+async function throughputCurve(url: string, progress: Progress): Promise<CurveLevel[]> {
+  const levels: CurveLevel[] = [];
+  for (const [index, connections] of CURVE_CONNECTIONS.entries()) {
+    progress.run(index + 1, CURVE_CONNECTIONS.length);
+    const rounds: Array<Record<Procedure, number>> = [];
+    for (let round = 0; round < CURVE_ROUNDS; round += 1) {
+      const order: Procedure[] =
+        round % 2 === 0 ? ['protected', 'unprotected'] : ['unprotected', 'protected'];
+      const rps = { protected: Number.NaN, unprotected: Number.NaN };
+      for (const procedure of order) {
+        const sample = await cannon(url, procedure, { connections, duration: CURVE_SECONDS });
+        rps[procedure] = sample.ok / sample.seconds;
+      }
+      rounds.push(rps);
+    }
+    const level = {
+      connections,
+      protectedRps: median(rounds.map((r) => r.protected)),
+      unprotectedRps: median(rounds.map((r) => r.unprotected)),
+      ratio: median(rounds.map((r) => r.protected / r.unprotected)),
+      rounds,
+    };
+    log(
+      `  @${connections}: protected ${level.protectedRps.toFixed(0)} req/s, unprotected ${level.unprotectedRps.toFixed(0)} req/s, ratio ${level.ratio.toFixed(2)}`,
+    );
+    levels.push(level);
+  }
+  return levels;
+}
+
+interface CheckoutPath {
+  protectedP50: number;
+  unprotectedP50: number;
+  ratio: number;
+  addedMs: number;
+  runs: Array<{ protectedP50: number; unprotectedP50: number; failed: number }>;
+}
+
+/**
+ * `checkout.placeOrder` (external mode: claim, price + reserve stock, charge the provider over loopback HTTP,
+ * record the payment, complete) against the same service without the layer (`bench.placeOrderUnprotected`).
+ * Stock is topped up first so that no order is refused.
+ */
+async function checkoutPath(url: string, client: pg.Client, progress: Progress): Promise<CheckoutPath> {
+  await client.query('update products set stock = 1000000000');
+  const orderBody = JSON.stringify({
+    json: { items: [{ sku: 'MUG-STONE', quantity: 1 }], email: 'alice@example.com', cardToken: 'tok_visa' },
   });
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="13">
-  <title>${xml(title)}</title>
-  <rect width="100%" height="100%" fill="#fff"/>
-  <text x="16" y="26" font-size="16" font-weight="bold">${xml(title)}</text>
-  ${rows.join('\n  ')}
-  <text x="16" y="${height - 14}" fill="#555">Bars: measured (green = target met, red = not met). Dashed line: the target.</text>
-</svg>
-`;
+  const paths = {
+    protected: '/api/trpc/checkout.placeOrder',
+    unprotected: '/api/trpc/bench.placeOrderUnprotected',
+  };
+  const time = (procedure: Procedure, duration: number) =>
+    runCannon(url, {
+      connections: 1,
+      duration,
+      path: paths[procedure],
+      body: orderBody,
+      headers: requestHeaders,
+    });
+  for (const procedure of ['protected', 'unprotected'] as const) await time(procedure, 1);
+  const runs: CheckoutPath['runs'] = [];
+  for (let run = 0; run < RUNS; run += 1) {
+    progress.run(run + 1, RUNS);
+    const order: Procedure[] = run % 2 === 0 ? ['protected', 'unprotected'] : ['unprotected', 'protected'];
+    const p50 = { protected: Number.NaN, unprotected: Number.NaN };
+    let failed = 0;
+    for (const procedure of order) {
+      const sample = await time(procedure, ORDER_SECONDS);
+      failed += sample.failed;
+      p50[procedure] = median(sample.latencies);
+    }
+    runs.push({ protectedP50: p50.protected, unprotectedP50: p50.unprotected, failed });
+    log(
+      `  placeOrder p50: with the layer ${p50.protected.toFixed(2)} ms, without ${p50.unprotected.toFixed(2)} ms (${failed} failed)`,
+    );
+  }
+  return {
+    protectedP50: median(runs.map((r) => r.protectedP50)),
+    unprotectedP50: median(runs.map((r) => r.unprotectedP50)),
+    ratio: median(runs.map((r) => r.protectedP50 / r.unprotectedP50)),
+    addedMs: median(runs.map((r) => r.protectedP50 - r.unprotectedP50)),
+    runs,
+  };
 }
 
-function formatValue(value: number): string {
-  return Number.isInteger(value) ? String(value) : value.toFixed(3);
+interface ClientSize {
+  entry: string;
+  minified: number;
+  gzipped: number;
+}
+
+/** `pnpm bench:client-size --json`, as its own process (it is the P7 script; its first entry is the checkout's). */
+function clientSize(): ClientSize[] | { skipped: string } {
+  const result = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', path.join(benchRoot, 'src/client-size.ts'), '--json'],
+    {
+      cwd: benchRoot,
+      encoding: 'utf8',
+    },
+  );
+  if (result.status !== 0)
+    return { skipped: `client-size failed: ${result.stderr.trim().split('\n').pop()}` };
+  try {
+    return JSON.parse(result.stdout) as ClientSize[];
+  } catch {
+    return { skipped: 'client-size printed no JSON' };
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -460,6 +571,38 @@ async function main() {
     if (!response.ok) throw new Error(`bench.${procedure}: HTTP ${response.status} ${text.slice(0, 300)}`);
   }
 
+  const peerSettings = peerSettingsFromEnv();
+  const storageSettings = readStorageSettings();
+  // Estimated seconds per section on a quiet 2-core machine (timed load + fixed costs), for the time left.
+  const peerRoundSeconds =
+    7 * (peerSettings.p1Seconds + peerSettings.p2Seconds) + (4 * peerSettings.replayKeys * 5) / 1000 + 6;
+  const storageSeconds =
+    (storageSettings.sections.has('p6')
+      ? (storageSettings.p6Rows + storageSettings.p6LiveRows) / 25_000 + 15
+      : 0) +
+    (storageSettings.sections.has('growth')
+      ? (storageSettings.growthRows.at(-1) ?? 0) / 40_000 + storageSettings.growthRows.length * 20
+      : 0);
+  const progress = createProgress(
+    [
+      {
+        name: 'main (P1 P2 P3 P5)',
+        seconds: 4 + RUNS * (2 * P1_SECONDS + 2 * P2_SECONDS + (P3_KEYS * 2 * 6) / 1000 + 1),
+      },
+      {
+        name: 'P2 against connections',
+        seconds: CURVE_CONNECTIONS.length * CURVE_ROUNDS * 2 * CURVE_SECONDS,
+      },
+      { name: 'checkout placeOrder', seconds: 2 + RUNS * 2 * ORDER_SECONDS },
+      { name: 'pgbench floor', seconds: PGBENCH_SECONDS === 0 ? 0 : RUNS * PGBENCH_SECONDS },
+      { name: 'peers', seconds: PEERS ? 15 + peerSettings.runs * peerRoundSeconds : 0 },
+      { name: 'client size (P7)', seconds: 3 },
+      { name: 'storage (P6, growth)', seconds: STORAGE ? storageSeconds : 0 },
+    ],
+    log,
+  );
+
+  progress.section('main (P1 P2 P3 P5)');
   log('warm-up (JIT, connection pools): 2 s per procedure at 8 connections');
   for (const procedure of ['protected', 'unprotected'] as const) {
     await cannon(url, procedure, { connections: 8, duration: 2 });
@@ -467,106 +610,138 @@ async function main() {
 
   const results: RunResult[] = [];
   for (let run = 0; run < RUNS; run += 1) {
-    log(`run ${run + 1}/${RUNS}`);
+    progress.run(run + 1, RUNS);
     results.push(await oneRun(url, client, run));
   }
 
+  progress.section('P2 against connections');
+  const curve = await throughputCurve(url, progress);
+
+  progress.section('checkout placeOrder');
+  const checkout = await checkoutPath(url, client, progress);
+
+  progress.section('pgbench floor');
   log(`pgbench floor (${PGBENCH_SECONDS} s × ${RUNS} runs, 1 client)`);
   const floor = pgbenchFloor(databaseUrl);
 
   // Peers on the same handler (apps/bench/src/peers/): own server processes on this scratch database.
-  const peers = PEERS
+  progress.section('peers');
+  const peers: PeersResult | { skipped: string } = PEERS
     ? await runPeerBench({
         databaseUrl,
-        settings: peerSettingsFromEnv(),
-        log: (line) => log(`peers: ${line}`),
+        settings: peerSettings,
+        log: progress.logger((line) => log(`peers: ${line}`)),
         verbose: VERBOSE,
       }).catch((error: unknown) => ({ skipped: messageOf(error) }))
     : { skipped: 'BENCH_PEERS=0' };
 
+  progress.section('client size (P7)');
+  const bundle = clientSize();
+
+  // Last: its million-row loads and deletes write gigabytes of WAL, which would slow the commits of whatever
+  // ran after it.
+  progress.section('storage (P6, growth)');
+  let storage: unknown = keptStorageResults();
+  let storageRun: StorageBenchResult | { skipped: string } = { skipped: 'BENCH_STORAGE=0' };
+  if (STORAGE) {
+    const teardown = new Teardown();
+    cleanups.push(() => teardown.run());
+    storageRun = await runStorageBench({
+      adminUrl,
+      settings: storageSettings,
+      teardown,
+      log: progress.logger((line) => log(`storage: ${line}`)),
+      command: 'pnpm bench',
+    }).catch((error: unknown) => ({ skipped: messageOf(error) }));
+    await teardown.run();
+    if (!('skipped' in storageRun)) storage = storageRun;
+  }
+
   const p1Ratio = median(results.map((r) => r.p1.protected / r.p1.unprotected));
   const p2Ratio = median(results.map((r) => r.p2.protected / r.p2.unprotected));
   const p3Ratio = median(results.map((r) => r.p3.replayP50 / r.p3.firstP50));
-  const p5Executions = Math.max(...results.map((r) => r.p5.executions));
-  const p5Ratio = median(results.map((r) => r.p5.wallMs / r.p1.protected));
+  const p5Ratio = median(results.map((r) => r.p5.wallMs / r.p5.controlWallMs));
   const failures = results.reduce((sum, r) => sum + r.failures, 0);
+  const ms = (values: number[]) => `${median(values).toFixed(2)} ms`;
 
   const figures: Figure[] = [
-    {
+    figure({
       id: 'P1',
-      label: 'P1 first-execution p50 ratio',
+      label: 'P1 first execution p50, protected / unprotected',
       value: p1Ratio,
+      before: BEFORE.P1,
       target: '≤ 1.10',
-      met: p1Ratio <= 1.1,
       bound: 1.1,
       upper: true,
-      detail: `protected ${median(results.map((r) => r.p1.protected)).toFixed(2)} ms / unprotected ${median(results.map((r) => r.p1.unprotected)).toFixed(2)} ms (1 connection, ${P1_SECONDS} s each)`,
-    },
-    {
+      detail: `${ms(results.map((r) => r.p1.protected))} / ${ms(results.map((r) => r.p1.unprotected))} (next start, 1 connection, ${P1_SECONDS} s each)`,
+    }),
+    ...peerFigures(peers),
+    figure({
       id: 'P2',
-      label: 'P2 throughput ratio',
+      label: 'P2 throughput @32, protected / unprotected',
       value: p2Ratio,
+      before: BEFORE.P2,
       target: '≥ 0.90',
-      met: p2Ratio >= 0.9,
       bound: 0.9,
       upper: false,
-      detail: `protected ${median(results.map((r) => r.p2.protected)).toFixed(0)} req/s / unprotected ${median(results.map((r) => r.p2.unprotected)).toFixed(0)} req/s (${P2_CONNECTIONS} connections, ${P2_SECONDS} s each)`,
-    },
-    {
+      detail: `${median(results.map((r) => r.p2.protected)).toFixed(0)} / ${median(results.map((r) => r.p2.unprotected)).toFixed(0)} req/s (next start, ${P2_SECONDS} s each); against connections: ${curve.map((l) => `@${l.connections} ${l.ratio.toFixed(2)}`).join(', ')}`,
+    }),
+    figure({
       id: 'P3',
-      label: 'P3 replay p50 / first p50',
+      label: 'P3 replay p50 / first-execution p50',
       value: p3Ratio,
-      target: '≤ 0.5',
-      met: p3Ratio <= 0.5,
-      bound: 0.5,
+      before: BEFORE.P3,
+      target: '≤ 0.35',
+      bound: 0.35,
       upper: true,
-      detail: `replay ${median(results.map((r) => r.p3.replayP50)).toFixed(2)} ms / first ${median(results.map((r) => r.p3.firstP50)).toFixed(2)} ms (${P3_KEYS} keys, 1 connection); rows written by replays: ${results.reduce((sum, r) => sum + r.p3.replayEffects, 0)}`,
-    },
-    {
+      detail: `${ms(results.map((r) => r.p3.replayP50))} / ${ms(results.map((r) => r.p3.firstP50))} (${P3_KEYS} keys, 1 connection); rows written by replays: ${results.reduce((sum, r) => sum + r.p3.replayEffects, 0)}`,
+    }),
+    figure({
       id: 'P5-executions',
-      label: `P5 executions (${P5_BURST} same-key)`,
-      value: p5Executions,
+      label: `P5 executions of ${P5_BURST} same-key requests`,
+      value: Math.max(...results.map((r) => r.p5.executions)),
       target: '= 1',
-      met: results.every((r) => r.p5.executions === 1),
       bound: 1,
       upper: true,
-      detail: `per run: ${results.map((r) => r.p5.executions).join(', ')}`,
-    },
-    {
-      id: 'P5-wall',
-      label: 'P5 wall / one execution',
+      detail: `per run: ${results.map((r) => r.p5.executions).join(', ')}; statuses: ${results.map((r) => JSON.stringify(r.p5.statuses)).join(' ')}`,
+    }),
+    figure({
+      id: 'P5',
+      label: 'P5 same-key burst wall / distinct-key burst',
       value: p5Ratio,
-      target: '≤ 3',
-      met: p5Ratio <= 3,
-      bound: 3,
+      before: BEFORE.P5,
+      target: '≤ 0.6',
+      bound: 0.6,
       upper: true,
-      detail: `wall ${median(results.map((r) => r.p5.wallMs)).toFixed(1)} ms / P1 protected p50 of the same run; control: 50 unprotected requests at once (distinct keys) ${median(results.map((r) => r.p5.controlWallMs)).toFixed(1)} ms, same-key wall / control ${median(results.map((r) => r.p5.wallMs / r.p5.controlWallMs)).toFixed(2)}; statuses: ${results.map((r) => JSON.stringify(r.p5.statuses)).join(' ')}`,
-    },
+      detail: `${ms(results.map((r) => r.p5.wallMs))} / ${ms(results.map((r) => r.p5.controlWallMs))} (${P5_BURST} at once; the control: unprotected, distinct keys)`,
+    }),
+    ...storageFigures(storage, STORAGE && !('skipped' in storageRun)),
+    ...clientSizeFigures(bundle),
+    figure({
+      id: 'checkout',
+      label: 'checkout placeOrder p50, with / without the layer',
+      value: checkout.ratio,
+      target: 'info',
+      info: true,
+      bound: 1,
+      upper: true,
+      detail: `${checkout.protectedP50.toFixed(2)} / ${checkout.unprotectedP50.toFixed(2)} ms, +${checkout.addedMs.toFixed(2)} ms (external mode, provider on loopback, 1 connection, ${ORDER_SECONDS} s each)`,
+    }),
   ];
   if ('ratio' in floor) {
-    figures.push({
-      id: 'floor',
-      label: 'pgbench floor (claim tx / insert tx)',
-      value: floor.ratio,
-      target: 'info',
-      met: true,
-      bound: 1,
-      upper: true,
-      detail: `claim+insert+complete ${floor.claimMs.toFixed(3)} ms / insert ${floor.baselineMs.toFixed(3)} ms (pgbench, 1 client, ${PGBENCH_SECONDS} s × ${floor.runs})`,
-    });
-  }
-
-  console.log('');
-  console.log('| figure | median ratio | target | met | detail |');
-  console.log('|---|---|---|---|---|');
-  for (const figure of figures) {
-    console.log(
-      `| ${figure.id} | ${formatValue(figure.value)} | ${figure.target} | ${figure.target === 'info' ? '–' : figure.met ? 'yes' : '**no**'} | ${figure.detail} |`,
+    figures.push(
+      figure({
+        id: 'floor',
+        label: 'pgbench floor (claim tx / insert tx)',
+        value: floor.ratio,
+        target: 'info',
+        info: true,
+        bound: 1,
+        upper: true,
+        detail: `claim+insert+complete ${floor.claimMs.toFixed(3)} ms / insert ${floor.baselineMs.toFixed(3)} ms (pgbench, 1 client, ${PGBENCH_SECONDS} s × ${floor.runs})`,
+      }),
     );
   }
-  if (!('ratio' in floor)) console.log(`pgbench floor skipped: ${floor.skipped}`);
-  if (failures > 0) console.log(`WARNING: ${failures} non-2xx responses or connection errors during P1–P3`);
-  console.log(`\nPeers on the same handler:\n\n${formatPeersReport(peers)}`);
 
   const machine = {
     cpus: os.cpus().length,
@@ -574,9 +749,21 @@ async function main() {
     postgres: pgVersion,
     platform: `${os.platform()} ${os.release()}`,
   };
+  const date = new Date().toISOString();
+  const context =
+    `Measured ${date.slice(0, 16).replace('T', ' ')} UTC by \`${QUICK ? 'BENCH_QUICK=1 ' : ''}pnpm bench\` ` +
+    `(${machine.cpus} cores, Node ${machine.node}, PostgreSQL ${machine.postgres}; ${RUNS} runs; medians of per-run ratios)` +
+    `${QUICK ? ' — QUICK MODE: short runs, not comparable' : ''}. "Before": issue 14's measurement of main, 2026-12-01.`;
+  const markdown = summaryMarkdown(figures, context);
+  console.log(`\n${markdown}\n`);
+  if (!('ratio' in floor)) console.log(`pgbench floor skipped: ${floor.skipped}`);
+  if (failures > 0) console.log(`WARNING: ${failures} non-2xx responses or connection errors during P1–P3`);
+  console.log(`\nPeers on the same handler:\n\n${formatPeersReport(peers)}`);
+
   const json = {
-    date: new Date().toISOString(),
-    command: 'pnpm build && pnpm bench',
+    date,
+    command: `pnpm build && ${QUICK ? 'BENCH_QUICK=1 ' : ''}pnpm bench`,
+    quick: QUICK,
     machine,
     settings: {
       runs: RUNS,
@@ -586,23 +773,112 @@ async function main() {
       p3Keys: P3_KEYS,
       p5Burst: P5_BURST,
       pgbenchSeconds: PGBENCH_SECONDS,
+      curveConnections: CURVE_CONNECTIONS,
+      curveRounds: CURVE_ROUNDS,
+      curveSeconds: CURVE_SECONDS,
+      orderSeconds: ORDER_SECONDS,
     },
-    figures: figures.map(({ bound: _bound, upper: _upper, ...figure }) => figure),
+    figures: figures.map(({ bound: _bound, upper: _upper, ...entry }) => entry),
     pgbenchFloor: floor,
     failures,
     runs: results,
+    throughputCurve: curve,
+    checkout,
+    clientSize: bundle,
     peers,
-    storage: keptStorageResults(), // written by `pnpm bench:storage` (apps/bench/src/storage/)
+    // This run's storage section, or (BENCH_STORAGE=0) the one the last run left in the file.
+    storage,
   };
   writeFileSync(path.join(repoRoot, 'docs/bench-results.json'), `${JSON.stringify(json, null, 2)}\n`);
   writeFileSync(
     path.join(repoRoot, 'docs/bench-chart.svg'),
     svgChart(
       figures,
-      `Idempotency middleware: protected / unprotected (median of ${RUNS} runs, ${machine.cpus} cores, Node ${machine.node})`,
+      curve,
+      `Idem, issue 14 figures (median of ${RUNS} runs, ${machine.cpus} cores, Node ${machine.node}${QUICK ? ', QUICK MODE' : ''})`,
     ),
   );
-  log('wrote docs/bench-results.json and docs/bench-chart.svg');
+  writeSummaryIntoBenchmarks(markdown);
+  log('wrote docs/bench-results.json, docs/bench-chart.svg and the summary in docs/BENCHMARKS.md');
+}
+
+/** Peers: Idem's cost on a bare tRPC server, and P4 — Idem's added p50 ÷ the best Redis peer's, per round. */
+function peerFigures(peers: PeersResult | { skipped: string }): Figure[] {
+  if ('skipped' in peers) return [];
+  const idem = peers.arms.find((arm) => arm.id === 'idem');
+  const added = (round: PeersResult['rounds'][number], id: ArmId) => {
+    const baseline = arms[id].baseline;
+    return baseline ? round.p1Ms[id] - round.p1Ms[baseline] : Number.NaN;
+  };
+  const redisPeers = ['node-idempotency', 'powertools'] as const;
+  const perRound = peers.rounds.map((round) => {
+    const best = Math.min(...redisPeers.map((id) => added(round, id)));
+    return { idem: added(round, 'idem'), best, ratio: added(round, 'idem') / best };
+  });
+  const redisRatios = redisPeers
+    .map((id) => `${arms[id].label} ${peers.arms.find((arm) => arm.id === id)?.p1Ratio?.toFixed(2) ?? '?'}`)
+    .join(', ');
+  return [
+    figure({
+      id: 'peers',
+      label: 'peers: Idem on bare tRPC ÷ the same route unprotected',
+      value: idem?.p1Ratio ?? Number.NaN,
+      before: BEFORE.peers,
+      target: '≤ 1.20',
+      bound: 1.2,
+      upper: true,
+      detail: `p50 @1 connection, median of ${peers.rounds.length} rounds; the Redis peers on their own frameworks: ${redisRatios}`,
+    }),
+    figure({
+      id: 'P4',
+      label: "P4 Idem's added p50 ÷ the best Redis peer's",
+      value: median(perRound.map((r) => r.ratio)),
+      before: BEFORE.P4,
+      target: '≤ 1.0',
+      bound: 1,
+      upper: true,
+      detail: `Idem +${median(perRound.map((r) => r.idem)).toFixed(2)} ms vs the best Redis peer +${median(perRound.map((r) => r.best)).toFixed(2)} ms (each over its own framework's unprotected route, per round)`,
+    }),
+  ];
+}
+
+/** P6: the worst claim while the worker deletes the expired keys (the first cleanup run: the default batch). */
+function storageFigures(storage: unknown, fresh: boolean): Figure[] {
+  const p6 = (storage as Partial<StorageBenchResult> | undefined)?.p6;
+  const first = p6?.runs[0];
+  if (!first) return [];
+  return [
+    figure({
+      id: 'P6',
+      label: 'P6 worst claim during the cleanup of expired keys',
+      value: first.during.worst,
+      before: BEFORE.P6,
+      unit: 'ms',
+      target: '≤ 50 ms',
+      bound: 50,
+      upper: true,
+      detail: `${first.loadedExpired.toLocaleString('en')} expired keys deleted in ${((first.cleanup?.ms ?? Number.NaN) / 1000).toFixed(1)} s (${first.label}); claims during: p50 ${first.during.p50.toFixed(2)} / p99 ${first.during.p99.toFixed(2)} ms; WAL ${(first.walBytes / 2 ** 20).toFixed(0)} MiB${fresh ? '' : ' (kept from the last storage run: BENCH_STORAGE=0)'}`,
+    }),
+  ];
+}
+
+function clientSizeFigures(bundle: ClientSize[] | { skipped: string }): Figure[] {
+  if ('skipped' in bundle) return [];
+  const checkout = bundle[0];
+  if (!checkout) return [];
+  return [
+    figure({
+      id: 'P7',
+      label: 'P7 client library in the checkout bundle, min+gz',
+      value: checkout.gzipped / 1024,
+      before: BEFORE.P7,
+      unit: 'kB',
+      target: '≤ 3.0 kB',
+      bound: 3,
+      upper: true,
+      detail: `${checkout.entry}: ${(checkout.minified / 1024).toFixed(2)} kB min (esbuild, gzip -9; pnpm bench:client-size)`,
+    }),
+  ];
 }
 
 main()
