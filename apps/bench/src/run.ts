@@ -1,16 +1,21 @@
 /**
- * `pnpm bench`: what the idempotency middleware costs against the unprotected path (issue #7).
+ * `pnpm bench`: every figure of issue 14's table in one run — what the idempotency middleware costs against the
+ * unprotected path (P1, P2, P3, P5, P2 against connections, the checkout's placeOrder), the peers on the same
+ * handler (the peers ratio, P4), the client bundle (P7) and the storage section (P6, growth).
  *
  * Builds nothing: run `pnpm build` first. Creates a scratch database on DATABASE_URL's server (default
  * postgresql://postgres@127.0.0.1:5432), migrates and seeds it, starts ONE `next start` of the production build
  * with IDEM_TEST_SEAMS=1 (the test build of the router, which mounts `bench.*`) plus the payment provider
  * (in-process), and drives `bench.protected` / `bench.unprotected` (apps/web/src/server/routers/bench.ts: the
  * same handler body in one interactive transaction) with autocannon on loopback. Every figure is the median of
- * BENCH_RUNS (≥ 5) runs, protected and unprotected interleaved in each run. Writes docs/bench-results.json and docs/bench-chart.svg.
+ * BENCH_RUNS (≥ 5) runs, protected and unprotected interleaved in each run. Writes docs/bench-results.json,
+ * docs/bench-chart.svg and the generated summary block of docs/BENCHMARKS.md; prints the time left as it goes.
  *
- * Knobs (environment): BENCH_RUNS (5), BENCH_P1_SECONDS (3), BENCH_P2_SECONDS (5), BENCH_P3_KEYS (200),
- * BENCH_PGBENCH_SECONDS (4; 0 skips the pgbench floor), BENCH_VERBOSE=1 (forward the server's output),
- * BENCH_PEERS=0 (skip the peers section, apps/bench/src/peers/; its own knobs are in peers/config.ts).
+ * Knobs (environment): BENCH_QUICK=1 (every section at its shortest, for development), BENCH_RUNS (5),
+ * BENCH_P1_SECONDS (3), BENCH_P2_SECONDS (5), BENCH_P3_KEYS (200), BENCH_CURVE_ROUNDS (3), BENCH_CURVE_SECONDS
+ * (3), BENCH_ORDER_SECONDS (3), BENCH_PGBENCH_SECONDS (4; 0 skips the pgbench floor), BENCH_VERBOSE=1 (forward
+ * the server's output), BENCH_PEERS=0 (skip the peers section; its knobs are in peers/config.ts),
+ * BENCH_STORAGE=0 (skip the storage section and keep the last one's figures; its knobs: storage/main.ts).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -325,8 +330,8 @@ insert into idempotency_keys as k
   values ('pgbench', 'bench.protected', 'k' || :k, repeat('a', 64), 'processing',
     '00000000-0000-0000-0000-000000000001'::uuid, now() + make_interval(secs => 30), now(),
     now() + make_interval(secs => 86400), 0)
-  on conflict (scope, procedure, key) do update set state = 'processing' where k.expires_at <= now()
-  returning (xmax = 0) as inserted;
+  on conflict (scope, procedure, key) do nothing
+  returning 1;
 insert into bench_effects (n) values (:n) returning id, at;
 update idempotency_keys set state = 'completed', response = '{"httpStatus":200,"body":"{}"}', http_status = 200,
     lease_owner = null, locked_until = null
@@ -363,9 +368,23 @@ function pgbenchFloor(databaseUrl: string): PgbenchFloor | { skipped: string } {
     const baselines: number[] = [];
     for (let run = 0; run < RUNS; run += 1) {
       // Both scripts in ONE pgbench run (-f … -f …): transactions of the two kinds interleave at random.
+      // Prepared statements (-M prepared), as the store's are (idempotencyStatementName): the SQL floor.
       const result = spawnSync(
         'pgbench',
-        ['-n', '-c', '1', '-T', String(PGBENCH_SECONDS), '-f', claim, '-f', baseline, databaseUrl],
+        [
+          '-n',
+          '-M',
+          'prepared',
+          '-c',
+          '1',
+          '-T',
+          String(PGBENCH_SECONDS),
+          '-f',
+          claim,
+          '-f',
+          baseline,
+          databaseUrl,
+        ],
         { encoding: 'utf8' },
       );
       if (result.status !== 0)

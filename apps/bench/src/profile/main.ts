@@ -41,10 +41,11 @@ interface BenchContext {
   headers: Headers;
 }
 
-function createRouter(db: Database, transformer: 'identity' | 'superjson') {
+function createRouter(db: Database, transformer: 'identity' | 'superjson', completedRead = true) {
   const t = initTRPC.context<BenchContext>().create();
+  const { findCompleted, ...withoutRead } = createPrismaIdempotencyStore(db);
   const idempotency = createIdempotency<BenchContext, PrismaTransactionLike<Database>>({
-    store: createPrismaIdempotencyStore(db),
+    store: completedRead ? { ...withoutRead, findCompleted } : withoutRead,
     ...(transformer === 'superjson' ? { transformer: superjson } : {}),
     getScope: () => 'profile',
     getRequestHeaders: (ctx) => ctx.headers,
@@ -85,6 +86,8 @@ async function main() {
     const statements = await recordedStatements();
     const unnamed = createRouter(db, 'identity').createCaller;
     const prepared = createRouter(dbPrepared, 'identity').createCaller;
+    const preparedNoRead = createRouter(dbPrepared, 'identity', false).createCaller;
+    const preparedSuperjson = createRouter(dbPrepared, 'superjson').createCaller;
     const withKey = (key: string) => ({ headers: new Headers({ 'idempotency-key': key }) });
     const replayKeys: string[] = [];
     const primeKey = () => {
@@ -163,6 +166,14 @@ async function main() {
         const key = replayKeys[replayIndex++];
         return prepared(withKey(key ?? primeKey())).protected({ n: 1 });
       },
+      'trpc: protected, no completed read (first execution)': () =>
+        preparedNoRead(withKey(randomUUID())).protected({ n: 1 }),
+      'trpc: protected, no completed read (replay)': () => {
+        const key = replayKeys[Math.max(0, replayIndex - 2)];
+        return preparedNoRead(withKey(key ?? primeKey())).protected({ n: 1 });
+      },
+      'trpc: protected, superjson (first execution)': () =>
+        preparedSuperjson(withKey(randomUUID())).protected({ n: 1 }),
       'js: fingerprint': () => fingerprintRequest('bench.protected', { n: 1 }),
       'js: randomUUID': () => randomUUID(),
       'js: superjson result + JSON.stringify': () =>
