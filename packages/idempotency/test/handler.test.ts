@@ -304,25 +304,59 @@ describe('handleTransactional: the completed read beside the transaction (findCo
       expiresAt: new Date(),
       replayCount: 0,
     };
+    // The read comes back once the claim is on its way; the claim's answer is held until the read has answered.
+    const claimSent = deferred();
+    const answered = deferred();
     const claimed = deferred();
     const readFirst: IdempotencyStore<unknown> = {
       ...(store as IdempotencyStore<unknown>),
-      findCompleted: async () => staleRecord,
+      findCompleted: async () => {
+        await claimSent.promise;
+        return staleRecord;
+      },
       claim: async (claimRequest, tx) => {
+        claimSent.resolve();
+        await answered.promise;
         const result = await store.claim(claimRequest, tx as never);
         claimed.resolve();
         return result;
       },
     };
     let runs = 0;
-    const answered = await handleTransactional(readFirst, options, request, async () => {
+    const handled = await handleTransactional(readFirst, options, request, async () => {
       runs += 1;
       return { result: 'second', response: output('"second"') };
     });
-    expect(answered).toEqual({ kind: 'replayed', response: output('"seen by the read"') });
+    answered.resolve();
+    expect(handled).toEqual({ kind: 'replayed', response: output('"seen by the read"') });
     await claimed.promise;
     await waitUntil(async () => (await store.find(request)) === null);
     expect(runs).toBe(0);
+  });
+
+  it('a replay answered while its transaction is still opening sends no claim', async () => {
+    const request = newRequest();
+    await executeOnce(request);
+    const gate = deferred();
+    const transactionDone = deferred();
+    let claims = 0;
+    const counted: IdempotencyStore<unknown> = {
+      ...gatedTransactions(gate.promise),
+      claim: (claimRequest, tx) => {
+        claims += 1;
+        return store.claim(claimRequest, tx as never);
+      },
+    };
+    const gated = counted.transaction.bind(counted);
+    counted.transaction = (fn, transactionOptions) =>
+      gated(fn, transactionOptions).finally(() => transactionDone.resolve());
+    const handled = await handleTransactional(counted, options, request, async () => {
+      throw new Error('a replay must not run the procedure');
+    });
+    expect(handled).toEqual({ kind: 'replayed', response: output('"first"') });
+    gate.resolve();
+    await transactionDone.promise;
+    expect(claims).toBe(0);
   });
 
   it('control: the same claim, with the read coming back after it, runs the procedure and stores it', async () => {

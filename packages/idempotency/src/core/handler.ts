@@ -76,11 +76,19 @@ export async function handleTransactional<TTx, TResult>(
     // A failed read decides nothing: the transaction answers.
     () => null,
   );
-  const transaction = runTransactional(store, options, request, run, hooks, () => {
-    if (decidedBy === 'read') return false;
-    decidedBy = 'claim';
-    return true;
-  });
+  const transaction = runTransactional(
+    store,
+    options,
+    request,
+    run,
+    hooks,
+    () => {
+      if (decidedBy === 'read') return false;
+      decidedBy = 'claim';
+      return true;
+    },
+    () => decidedBy === 'read',
+  );
   let handled: HandledRequest<TResult>;
   if (completedRead) {
     const record = await Promise.race([completedRead, transaction.then(noRecord, noRecord)]);
@@ -99,7 +107,9 @@ const noRecord = () => null;
 
 /**
  * The transaction of `handleTransactional`. `claimDecides()` is asked as soon as the claim returns: false when
- * the completed read already answered this request, and then nothing else happens (rolled back).
+ * the completed read already answered this request, and then nothing else happens (rolled back);
+ * `answeredByRead()` is asked before the claim is sent, so a replay answered while BEGIN was on its way costs
+ * no claim.
  */
 async function runTransactional<TTx, TResult>(
   store: IdempotencyStore<TTx>,
@@ -108,6 +118,7 @@ async function runTransactional<TTx, TResult>(
   run: (tx: TTx) => Promise<RunOutcome<TResult>>,
   hooks: FaultHooks,
   claimDecides: () => boolean,
+  answeredByRead: () => boolean,
 ): Promise<HandledRequest<TResult>> {
   const owner = randomUUID();
   const transactionOptions = {
@@ -123,6 +134,8 @@ async function runTransactional<TTx, TResult>(
   };
   try {
     return await store.transaction(async (tx): Promise<HandledRequest<TResult>> => {
+      // The read answered while the transaction was opening: no claim to send (the claim would decide nothing).
+      if (answeredByRead()) throw new RollBack(undefined, null);
       const claim = await store.claim(claimRequest, tx);
       if (!claimDecides()) throw new RollBack(undefined, null);
       if (!claim.claimed)

@@ -23,6 +23,13 @@ export interface PrismaStoreOptions {
    * a running request (a takeover while the first execution is still going).
    */
   leaseRenewal?: boolean;
+  /**
+   * Transactional mode answers a duplicate of a finished request with one lock-free read sent beside its
+   * transaction (`findCompleted`). Default true. The price is that read on every first execution too (one
+   * primary-key lookup on another connection, waited for by nobody): `false` leaves `findCompleted` out, and
+   * duplicates are answered by the claim inside the transaction, as before.
+   */
+  completedRead?: boolean;
 }
 
 interface RecordRow {
@@ -295,7 +302,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     },
 
     find: (key) => find(key),
-    findCompleted,
+    ...(options.completedRead === false ? {} : { findCompleted }),
 
     async countReplay(key) {
       await db.$executeRawUnsafe(countReplaySql, ...keyParams(key));
