@@ -13,7 +13,7 @@
  *
  * Knobs (environment): BENCH_QUICK=1 (every section at its shortest, for development), BENCH_RUNS (5),
  * BENCH_P1_SECONDS (3), BENCH_P2_SECONDS (5), BENCH_P3_KEYS (200), BENCH_CURVE_ROUNDS (3), BENCH_CURVE_SECONDS
- * (3), BENCH_ORDER_SECONDS (3), BENCH_PGBENCH_SECONDS (4; 0 skips the pgbench floor), BENCH_VERBOSE=1 (forward
+ * (3), BENCH_ORDER_SECONDS (3), BENCH_JOBS (200), BENCH_PGBENCH_SECONDS (4; 0 skips the pgbench floor), BENCH_VERBOSE=1 (forward
  * the server's output), BENCH_PEERS=0 (skip the peers section; its knobs are in peers/config.ts),
  * BENCH_STORAGE=0 (skip the storage section and keep the last one's figures; its knobs: storage/main.ts).
  */
@@ -26,6 +26,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createPrismaClient } from '@idem/db';
 import { startProvider } from '@idem/provider';
+import { fulfilOrder, NO_TEST_HOOKS } from '@idem/worker';
 import pg from 'pg';
 import { cannon as runCannon, type LoadSample as Sample } from './cannon.ts';
 import { svgChart } from './chart.ts';
@@ -71,6 +72,8 @@ const CURVE_ROUNDS = knob('BENCH_CURVE_ROUNDS', 3, 1);
 const CURVE_SECONDS = knob('BENCH_CURVE_SECONDS', 3, 1);
 /** The realistic path: `checkout.placeOrder` with and without the layer, one connection, per run. */
 const ORDER_SECONDS = knob('BENCH_ORDER_SECONDS', 3, 1);
+/** The worker's fulfilment job with and without its dedupe, on the paid orders the checkout section made. */
+const JOBS = knob('BENCH_JOBS', 200, 30);
 const VERBOSE = process.env.BENCH_VERBOSE === '1';
 const PEERS = process.env.BENCH_PEERS !== '0';
 const STORAGE = process.env.BENCH_STORAGE !== '0';
@@ -506,6 +509,80 @@ async function checkoutPath(url: string, client: pg.Client, progress: Progress):
   };
 }
 
+interface JobDedupe {
+  jobs: number;
+  /** First delivery of a fulfilment job, the receipt deduplicated by the unique (order_id, 'receipt'). */
+  firstP50: number;
+  /** The same first delivery with the dedupe off (the test hook's per-delivery receipt kind): the baseline. */
+  withoutDedupeP50: number;
+  /** A redelivery of an already fulfilled job: what the dedupe costs when it fires (it absorbs the job). */
+  duplicateP50: number;
+  addedMs: number;
+}
+
+/**
+ * The worker's job dedupe, per job: `fulfilOrder` on paid orders (the checkout section's), interleaved — a first
+ * delivery as the worker runs it, a first delivery of another order with the dedupe switched off (the crash
+ * tests' control hook), and a second delivery of the first order (a duplicate the unique keys absorb).
+ */
+async function jobDedupe(
+  databaseUrl: string,
+  client: pg.Client,
+  progress: Progress,
+): Promise<JobDedupe | { skipped: string }> {
+  const { rows } = await client.query<{ id: string }>(
+    "select id::text as id from orders where status = 'paid' order by created_at limit $1",
+    [2 * JOBS],
+  );
+  const pairs = Math.floor(rows.length / 2);
+  if (pairs < 10) return { skipped: `only ${rows.length} paid orders to fulfil` };
+  const db = createPrismaClient({ connectionString: databaseUrl, max: 2 });
+  const silent = { info: () => {}, error: () => {} };
+  const first: number[] = [];
+  const withoutDedupe: number[] = [];
+  const duplicate: number[] = [];
+  const timed = async (into: number[], job: () => Promise<unknown>) => {
+    const started = performance.now();
+    await job();
+    into.push(performance.now() - started);
+  };
+  try {
+    for (let i = 0; i < pairs; i += 1) {
+      if (i % Math.max(1, Math.floor(pairs / 5)) === 0)
+        progress.run(Math.min(5, 1 + Math.floor((5 * i) / pairs)), 5);
+      const deduped = rows[2 * i]?.id ?? '';
+      const control = rows[2 * i + 1]?.id ?? '';
+      const delivery = { jobId: randomUUID(), retryCount: 0 };
+      const arms = [
+        () => timed(first, () => fulfilOrder(db, deduped, { log: silent })),
+        () =>
+          timed(withoutDedupe, () =>
+            fulfilOrder(db, control, {
+              log: silent,
+              delivery,
+              testHooks: { ...NO_TEST_HOOKS, disableDedupe: true },
+            }),
+          ),
+      ];
+      for (const arm of i % 2 === 0 ? arms : arms.reverse()) await arm();
+      await timed(duplicate, () => fulfilOrder(db, deduped, { log: silent }));
+    }
+  } finally {
+    await db.$disconnect();
+  }
+  const result = {
+    jobs: pairs,
+    firstP50: median(first),
+    withoutDedupeP50: median(withoutDedupe),
+    duplicateP50: median(duplicate),
+    addedMs: median(first) - median(withoutDedupe),
+  };
+  log(
+    `  fulfilment p50: first delivery ${result.firstP50.toFixed(2)} ms, without dedupe ${result.withoutDedupeP50.toFixed(2)} ms, duplicate delivery ${result.duplicateP50.toFixed(2)} ms (${pairs} jobs each)`,
+  );
+  return result;
+}
+
 interface ClientSize {
   entry: string;
   minified: number;
@@ -613,6 +690,7 @@ async function main() {
         seconds: CURVE_CONNECTIONS.length * CURVE_ROUNDS * 2 * CURVE_SECONDS,
       },
       { name: 'checkout placeOrder', seconds: 2 + RUNS * 2 * ORDER_SECONDS },
+      { name: 'worker job dedupe', seconds: (JOBS * 3 * 8) / 1000 },
       { name: 'pgbench floor', seconds: PGBENCH_SECONDS === 0 ? 0 : RUNS * PGBENCH_SECONDS },
       { name: 'peers', seconds: PEERS ? 15 + peerSettings.runs * peerRoundSeconds : 0 },
       { name: 'client size (P7)', seconds: 3 },
@@ -638,6 +716,9 @@ async function main() {
 
   progress.section('checkout placeOrder');
   const checkout = await checkoutPath(url, client, progress);
+
+  progress.section('worker job dedupe');
+  const jobs = await jobDedupe(databaseUrl, client, progress);
 
   progress.section('pgbench floor');
   log(`pgbench floor (${PGBENCH_SECONDS} s × ${RUNS} runs, 1 client)`);
@@ -748,6 +829,20 @@ async function main() {
       detail: `${checkout.protectedP50.toFixed(2)} / ${checkout.unprotectedP50.toFixed(2)} ms, +${checkout.addedMs.toFixed(2)} ms (external mode, provider on loopback, 1 connection, ${ORDER_SECONDS} s each)`,
     }),
   ];
+  if (!('skipped' in jobs)) {
+    figures.push(
+      figure({
+        id: 'job-dedupe',
+        label: 'worker fulfilment job, with / without its dedupe',
+        value: jobs.firstP50 / jobs.withoutDedupeP50,
+        target: 'info',
+        info: true,
+        bound: 1,
+        upper: true,
+        detail: `first delivery ${jobs.firstP50.toFixed(2)} / ${jobs.withoutDedupeP50.toFixed(2)} ms p50 (${jobs.addedMs >= 0 ? '+' : ''}${jobs.addedMs.toFixed(2)} ms per job); a duplicate delivery, absorbed: ${jobs.duplicateP50.toFixed(2)} ms (${jobs.jobs} jobs each)`,
+      }),
+    );
+  }
   if ('ratio' in floor) {
     figures.push(
       figure({
@@ -804,6 +899,7 @@ async function main() {
     runs: results,
     throughputCurve: curve,
     checkout,
+    jobDedupe: jobs,
     clientSize: bundle,
     peers,
     // This run's storage section, or (BENCH_STORAGE=0, or it failed) the one the last run left in the file.
