@@ -611,6 +611,7 @@ function clientSize(): ClientSize[] | { skipped: string } {
 // ---------------------------------------------------------------------------------------------------------
 
 async function main() {
+  const loadAtStart = os.loadavg()[0] ?? Number.NaN;
   if (!existsSync(path.join(WEB_DIR, '.next/BUILD_ID'))) {
     throw new Error('No production build of apps/web: run `pnpm build` first.');
   }
@@ -863,11 +864,13 @@ async function main() {
     node: process.version,
     postgres: pgVersion,
     platform: `${os.platform()} ${os.release()}`,
+    // A shared machine: how busy it was when the run started and ended (1-minute load averages).
+    loadAverage: { start: loadAtStart, end: os.loadavg()[0] ?? Number.NaN },
   };
   const date = new Date().toISOString();
   const context =
     `Measured ${date.slice(0, 16).replace('T', ' ')} UTC by \`${QUICK ? 'BENCH_QUICK=1 ' : ''}pnpm bench\` ` +
-    `(${machine.cpus} cores, Node ${machine.node}, PostgreSQL ${machine.postgres}; ${RUNS} runs; medians of per-run ratios)` +
+    `(${machine.cpus} cores, Node ${machine.node}, PostgreSQL ${machine.postgres}; load average ${machine.loadAverage.start.toFixed(1)} at the start, ${machine.loadAverage.end.toFixed(1)} at the end; ${RUNS} runs; medians of per-run ratios)` +
     `${QUICK ? ' — QUICK MODE: short runs, not comparable' : ''}. "Before": issue 14's measurement of main, 2026-12-01.`;
   const markdown = summaryMarkdown(figures, context);
   console.log(`\n${markdown}\n`);
