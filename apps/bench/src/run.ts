@@ -1,16 +1,21 @@
 /**
- * `pnpm bench`: what the idempotency middleware costs against the unprotected path (issue #7).
+ * `pnpm bench`: every figure of issue 14's table in one run — what the idempotency middleware costs against the
+ * unprotected path (P1, P2, P3, P5, P2 against connections, the checkout's placeOrder), the peers on the same
+ * handler (the peers ratio, P4), the client bundle (P7) and the storage section (P6, growth).
  *
  * Builds nothing: run `pnpm build` first. Creates a scratch database on DATABASE_URL's server (default
  * postgresql://postgres@127.0.0.1:5432), migrates and seeds it, starts ONE `next start` of the production build
  * with IDEM_TEST_SEAMS=1 (the test build of the router, which mounts `bench.*`) plus the payment provider
  * (in-process), and drives `bench.protected` / `bench.unprotected` (apps/web/src/server/routers/bench.ts: the
  * same handler body in one interactive transaction) with autocannon on loopback. Every figure is the median of
- * BENCH_RUNS (≥ 5) runs, protected and unprotected interleaved in each run. Writes docs/bench-results.json and docs/bench-chart.svg.
+ * BENCH_RUNS (≥ 5) runs, protected and unprotected interleaved in each run. Writes docs/bench-results.json,
+ * docs/bench-chart.svg and the generated summary block of docs/BENCHMARKS.md; prints the time left as it goes.
  *
- * Knobs (environment): BENCH_RUNS (5), BENCH_P1_SECONDS (3), BENCH_P2_SECONDS (5), BENCH_P3_KEYS (200),
- * BENCH_PGBENCH_SECONDS (4; 0 skips the pgbench floor), BENCH_VERBOSE=1 (forward the server's output),
- * BENCH_PEERS=0 (skip the peers section, apps/bench/src/peers/; its own knobs are in peers/config.ts).
+ * Knobs (environment): BENCH_QUICK=1 (every section at its shortest, for development), BENCH_RUNS (5),
+ * BENCH_P1_SECONDS (3), BENCH_P2_SECONDS (5), BENCH_P3_KEYS (200), BENCH_CURVE_ROUNDS (3), BENCH_CURVE_SECONDS
+ * (3), BENCH_ORDER_SECONDS (3), BENCH_JOBS (200), BENCH_PGBENCH_SECONDS (4; 0 skips the pgbench floor), BENCH_VERBOSE=1 (forward
+ * the server's output), BENCH_PEERS=0 (skip the peers section; its knobs are in peers/config.ts),
+ * BENCH_STORAGE=0 (skip the storage section and keep the last one's figures; its knobs: storage/main.ts).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -21,12 +26,18 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createPrismaClient } from '@idem/db';
 import { startProvider } from '@idem/provider';
+import { fulfilOrder, NO_TEST_HOOKS } from '@idem/worker';
 import pg from 'pg';
 import { cannon as runCannon, type LoadSample as Sample } from './cannon.ts';
+import { svgChart } from './chart.ts';
 import { peerSettingsFromEnv } from './peers/config.ts';
+import { type ArmId, arms } from './peers/contenders.ts';
 import { formatPeersReport } from './peers/report.ts';
+import type { PeersResult } from './peers/results.ts';
 import { runPeerBench } from './peers/run-peers.ts';
+import { createProgress, type Progress } from './progress.ts';
 import {
+  benchRoot,
   createDatabase,
   demoUsers,
   dropDatabase,
@@ -39,17 +50,52 @@ import {
   useExternalServer,
   withDatabase,
 } from './repository.ts';
+import { readStorageSettings, runStorageBench, Teardown } from './storage/index.ts';
+import type { StorageBenchResult } from './storage/report.ts';
 import { keptStorageResults } from './storage/results-file.ts';
+import { BEFORE, type Figure, figure, summaryMarkdown, writeSummaryIntoBenchmarks } from './summary.ts';
 
-const RUNS = Math.max(5, intEnv('BENCH_RUNS', 5));
-const P1_SECONDS = intEnv('BENCH_P1_SECONDS', 3);
-const P2_SECONDS = intEnv('BENCH_P2_SECONDS', 5);
+/** BENCH_QUICK=1: every section at its shortest (for development; the figures are noisier, not comparable). */
+const QUICK = process.env.BENCH_QUICK === '1';
+const knob = (name: string, normal: number, quick: number) => intEnv(name, QUICK ? quick : normal);
+
+const RUNS = Math.max(5, knob('BENCH_RUNS', 5, 5));
+const P1_SECONDS = knob('BENCH_P1_SECONDS', 3, 1);
+const P2_SECONDS = knob('BENCH_P2_SECONDS', 5, 1);
 const P2_CONNECTIONS = 32;
-const P3_KEYS = intEnv('BENCH_P3_KEYS', 200);
+const P3_KEYS = knob('BENCH_P3_KEYS', 200, 40);
 const P5_BURST = 50;
-const PGBENCH_SECONDS = intEnv('BENCH_PGBENCH_SECONDS', 4);
+const PGBENCH_SECONDS = knob('BENCH_PGBENCH_SECONDS', 4, 1);
+/** P2 against connections: protected and unprotected at each count, BENCH_CURVE_ROUNDS rounds (ABAB). */
+const CURVE_CONNECTIONS = [1, 8, 32, 128];
+const CURVE_ROUNDS = knob('BENCH_CURVE_ROUNDS', 3, 1);
+const CURVE_SECONDS = knob('BENCH_CURVE_SECONDS', 3, 1);
+/** The realistic path: `checkout.placeOrder` with and without the layer, one connection, per run. */
+const ORDER_SECONDS = knob('BENCH_ORDER_SECONDS', 3, 1);
+/** The worker's fulfilment job with and without its dedupe, on the paid orders the checkout section made. */
+const JOBS = knob('BENCH_JOBS', 200, 30);
 const VERBOSE = process.env.BENCH_VERBOSE === '1';
 const PEERS = process.env.BENCH_PEERS !== '0';
+const STORAGE = process.env.BENCH_STORAGE !== '0';
+
+// The other sections read their own knobs from the environment: quick mode sets their short defaults there.
+if (QUICK) {
+  const quickDefaults: Record<string, string> = {
+    BENCH_PEERS_P1_SECONDS: '1',
+    BENCH_PEERS_P2_SECONDS: '1',
+    BENCH_PEERS_REPLAY_KEYS: '20',
+    BENCH_PEERS_TWO_INSTANCES: '0',
+    BENCH_P6_ROWS: '100000',
+    BENCH_P6_LIVE_ROWS: '20000',
+    BENCH_P6_BASELINE_SECONDS: '2',
+    BENCH_STORAGE_SCOPES: '10000',
+    BENCH_GROWTH_ROWS: '10000',
+    BENCH_GROWTH_SAMPLES: '200',
+  };
+  for (const [name, value] of Object.entries(quickDefaults)) process.env[name] ??= value;
+}
+// `pnpm bench` runs P6 and the growth series (the partitioned-expiry experiment stays in `pnpm bench:storage`).
+process.env.BENCH_STORAGE_SECTIONS ??= 'p6,growth';
 
 const WEB_DIR = path.join(repoRoot, 'apps/web');
 const NEXT_BIN = path.join(WEB_DIR, 'node_modules/next/dist/bin/next');
@@ -287,8 +333,8 @@ insert into idempotency_keys as k
   values ('pgbench', 'bench.protected', 'k' || :k, repeat('a', 64), 'processing',
     '00000000-0000-0000-0000-000000000001'::uuid, now() + make_interval(secs => 30), now(),
     now() + make_interval(secs => 86400), 0)
-  on conflict (scope, procedure, key) do update set state = 'processing' where k.expires_at <= now()
-  returning (xmax = 0) as inserted;
+  on conflict (scope, procedure, key) do nothing
+  returning 1;
 insert into bench_effects (n) values (:n) returning id, at;
 update idempotency_keys set state = 'completed', response = '{"httpStatus":200,"body":"{}"}', http_status = 200,
     lease_owner = null, locked_until = null
@@ -325,9 +371,23 @@ function pgbenchFloor(databaseUrl: string): PgbenchFloor | { skipped: string } {
     const baselines: number[] = [];
     for (let run = 0; run < RUNS; run += 1) {
       // Both scripts in ONE pgbench run (-f … -f …): transactions of the two kinds interleave at random.
+      // Prepared statements (-M prepared), as the store's are (idempotencyStatementName): the SQL floor.
       const result = spawnSync(
         'pgbench',
-        ['-n', '-c', '1', '-T', String(PGBENCH_SECONDS), '-f', claim, '-f', baseline, databaseUrl],
+        [
+          '-n',
+          '-M',
+          'prepared',
+          '-c',
+          '1',
+          '-T',
+          String(PGBENCH_SECONDS),
+          '-f',
+          claim,
+          '-f',
+          baseline,
+          databaseUrl,
+        ],
         { encoding: 'utf8' },
       );
       if (result.status !== 0)
@@ -352,58 +412,206 @@ function pgbenchFloor(databaseUrl: string): PgbenchFloor | { skipped: string } {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Report: table, JSON, SVG.
+// P2 against connections, the realistic path (checkout), the client bundle (P7).
 
-interface Figure {
-  id: string;
-  label: string;
-  value: number;
-  target: string;
-  met: boolean;
-  /** For the chart: the target's bound and whether the value must stay below it. */
-  bound: number;
-  upper: boolean;
-  detail: string;
+interface CurveLevel {
+  connections: number;
+  protectedRps: number;
+  unprotectedRps: number;
+  /** Median of the per-round ratios. */
+  ratio: number;
+  rounds: Array<Record<Procedure, number>>;
 }
 
-function svgChart(figures: Figure[], title: string): string {
-  const width = 760;
-  const rowHeight = 44;
-  const left = 250;
-  const barWidth = 420;
-  const top = 48;
-  const height = top + figures.length * rowHeight + 40;
-  const xml = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
-  const rows = figures.map((figure, index) => {
-    const y = top + index * rowHeight;
-    const scale = Math.max(figure.value, figure.bound, 0.001) * 1.25;
-    const w = Math.max(1, (figure.value / scale) * barWidth);
-    const tx = left + (figure.bound / scale) * barWidth;
-    const color = figure.met ? '#2e7d32' : '#c62828';
-    return [
-      `<text x="${left - 10}" y="${y + 20}" text-anchor="end">${xml(figure.label)}</text>`,
-      `<rect x="${left}" y="${y + 6}" width="${w.toFixed(1)}" height="20" fill="${color}"/>`,
-      `<line x1="${tx.toFixed(1)}" y1="${y + 1}" x2="${tx.toFixed(1)}" y2="${y + 31}" stroke="#111" stroke-width="2" stroke-dasharray="4 2"/>`,
-      `<text x="${(left + w + 6).toFixed(1)}" y="${y + 20}">${xml(`${formatValue(figure.value)} (target ${figure.target})`)}</text>`,
-    ].join('\n  ');
+async function throughputCurve(url: string, progress: Progress): Promise<CurveLevel[]> {
+  const levels: CurveLevel[] = [];
+  for (const [index, connections] of CURVE_CONNECTIONS.entries()) {
+    progress.run(index + 1, CURVE_CONNECTIONS.length);
+    const rounds: Array<Record<Procedure, number>> = [];
+    for (let round = 0; round < CURVE_ROUNDS; round += 1) {
+      const order: Procedure[] =
+        round % 2 === 0 ? ['protected', 'unprotected'] : ['unprotected', 'protected'];
+      const rps = { protected: Number.NaN, unprotected: Number.NaN };
+      for (const procedure of order) {
+        const sample = await cannon(url, procedure, { connections, duration: CURVE_SECONDS });
+        rps[procedure] = sample.ok / sample.seconds;
+      }
+      rounds.push(rps);
+    }
+    const level = {
+      connections,
+      protectedRps: median(rounds.map((r) => r.protected)),
+      unprotectedRps: median(rounds.map((r) => r.unprotected)),
+      ratio: median(rounds.map((r) => r.protected / r.unprotected)),
+      rounds,
+    };
+    log(
+      `  @${connections}: protected ${level.protectedRps.toFixed(0)} req/s, unprotected ${level.unprotectedRps.toFixed(0)} req/s, ratio ${level.ratio.toFixed(2)}`,
+    );
+    levels.push(level);
+  }
+  return levels;
+}
+
+interface CheckoutPath {
+  protectedP50: number;
+  unprotectedP50: number;
+  ratio: number;
+  addedMs: number;
+  runs: Array<{ protectedP50: number; unprotectedP50: number; failed: number }>;
+}
+
+/**
+ * `checkout.placeOrder` (external mode: claim, price + reserve stock, charge the provider over loopback HTTP,
+ * record the payment, complete) against the same service without the layer (`bench.placeOrderUnprotected`).
+ * Stock is topped up first so that no order is refused.
+ */
+async function checkoutPath(url: string, client: pg.Client, progress: Progress): Promise<CheckoutPath> {
+  await client.query('update products set stock = 1000000000');
+  const orderBody = JSON.stringify({
+    json: { items: [{ sku: 'MUG-STONE', quantity: 1 }], email: 'alice@example.com', cardToken: 'tok_visa' },
   });
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="13">
-  <title>${xml(title)}</title>
-  <rect width="100%" height="100%" fill="#fff"/>
-  <text x="16" y="26" font-size="16" font-weight="bold">${xml(title)}</text>
-  ${rows.join('\n  ')}
-  <text x="16" y="${height - 14}" fill="#555">Bars: measured (green = target met, red = not met). Dashed line: the target.</text>
-</svg>
-`;
+  const paths = {
+    protected: '/api/trpc/checkout.placeOrder',
+    unprotected: '/api/trpc/bench.placeOrderUnprotected',
+  };
+  const time = (procedure: Procedure, duration: number) =>
+    runCannon(url, {
+      connections: 1,
+      duration,
+      path: paths[procedure],
+      body: orderBody,
+      headers: requestHeaders,
+    });
+  for (const procedure of ['protected', 'unprotected'] as const) await time(procedure, 1);
+  const runs: CheckoutPath['runs'] = [];
+  for (let run = 0; run < RUNS; run += 1) {
+    progress.run(run + 1, RUNS);
+    const order: Procedure[] = run % 2 === 0 ? ['protected', 'unprotected'] : ['unprotected', 'protected'];
+    const p50 = { protected: Number.NaN, unprotected: Number.NaN };
+    let failed = 0;
+    for (const procedure of order) {
+      const sample = await time(procedure, ORDER_SECONDS);
+      failed += sample.failed;
+      p50[procedure] = median(sample.latencies);
+    }
+    runs.push({ protectedP50: p50.protected, unprotectedP50: p50.unprotected, failed });
+    log(
+      `  placeOrder p50: with the layer ${p50.protected.toFixed(2)} ms, without ${p50.unprotected.toFixed(2)} ms (${failed} failed)`,
+    );
+  }
+  return {
+    protectedP50: median(runs.map((r) => r.protectedP50)),
+    unprotectedP50: median(runs.map((r) => r.unprotectedP50)),
+    ratio: median(runs.map((r) => r.protectedP50 / r.unprotectedP50)),
+    addedMs: median(runs.map((r) => r.protectedP50 - r.unprotectedP50)),
+    runs,
+  };
 }
 
-function formatValue(value: number): string {
-  return Number.isInteger(value) ? String(value) : value.toFixed(3);
+interface JobDedupe {
+  jobs: number;
+  /** First delivery of a fulfilment job, the receipt deduplicated by the unique (order_id, 'receipt'). */
+  firstP50: number;
+  /** The same first delivery with the dedupe off (the test hook's per-delivery receipt kind): the baseline. */
+  withoutDedupeP50: number;
+  /** A redelivery of an already fulfilled job: what the dedupe costs when it fires (it absorbs the job). */
+  duplicateP50: number;
+  addedMs: number;
+}
+
+/**
+ * The worker's job dedupe, per job: `fulfilOrder` on paid orders (the checkout section's), interleaved — a first
+ * delivery as the worker runs it, a first delivery of another order with the dedupe switched off (the crash
+ * tests' control hook), and a second delivery of the first order (a duplicate the unique keys absorb).
+ */
+async function jobDedupe(
+  databaseUrl: string,
+  client: pg.Client,
+  progress: Progress,
+): Promise<JobDedupe | { skipped: string }> {
+  const { rows } = await client.query<{ id: string }>(
+    "select id::text as id from orders where status = 'paid' order by created_at limit $1",
+    [2 * JOBS],
+  );
+  const pairs = Math.floor(rows.length / 2);
+  if (pairs < 10) return { skipped: `only ${rows.length} paid orders to fulfil` };
+  const db = createPrismaClient({ connectionString: databaseUrl, max: 2 });
+  const silent = { info: () => {}, error: () => {} };
+  const first: number[] = [];
+  const withoutDedupe: number[] = [];
+  const duplicate: number[] = [];
+  const timed = async (into: number[], job: () => Promise<unknown>) => {
+    const started = performance.now();
+    await job();
+    into.push(performance.now() - started);
+  };
+  try {
+    for (let i = 0; i < pairs; i += 1) {
+      if (i % Math.max(1, Math.floor(pairs / 5)) === 0)
+        progress.run(Math.min(5, 1 + Math.floor((5 * i) / pairs)), 5);
+      const deduped = rows[2 * i]?.id ?? '';
+      const control = rows[2 * i + 1]?.id ?? '';
+      const delivery = { jobId: randomUUID(), retryCount: 0 };
+      const arms = [
+        () => timed(first, () => fulfilOrder(db, deduped, { log: silent })),
+        () =>
+          timed(withoutDedupe, () =>
+            fulfilOrder(db, control, {
+              log: silent,
+              delivery,
+              testHooks: { ...NO_TEST_HOOKS, disableDedupe: true },
+            }),
+          ),
+      ];
+      for (const arm of i % 2 === 0 ? arms : arms.reverse()) await arm();
+      await timed(duplicate, () => fulfilOrder(db, deduped, { log: silent }));
+    }
+  } finally {
+    await db.$disconnect();
+  }
+  const result = {
+    jobs: pairs,
+    firstP50: median(first),
+    withoutDedupeP50: median(withoutDedupe),
+    duplicateP50: median(duplicate),
+    addedMs: median(first) - median(withoutDedupe),
+  };
+  log(
+    `  fulfilment p50: first delivery ${result.firstP50.toFixed(2)} ms, without dedupe ${result.withoutDedupeP50.toFixed(2)} ms, duplicate delivery ${result.duplicateP50.toFixed(2)} ms (${pairs} jobs each)`,
+  );
+  return result;
+}
+
+interface ClientSize {
+  entry: string;
+  minified: number;
+  gzipped: number;
+}
+
+/** `pnpm bench:client-size --json`, as its own process (it is the P7 script; its first entry is the checkout's). */
+function clientSize(): ClientSize[] | { skipped: string } {
+  const result = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', path.join(benchRoot, 'src/client-size.ts'), '--json'],
+    {
+      cwd: benchRoot,
+      encoding: 'utf8',
+    },
+  );
+  if (result.status !== 0)
+    return { skipped: `client-size failed: ${result.stderr.trim().split('\n').pop()}` };
+  try {
+    return JSON.parse(result.stdout) as ClientSize[];
+  } catch {
+    return { skipped: 'client-size printed no JSON' };
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------
 
 async function main() {
+  const loadAtStart = os.loadavg()[0] ?? Number.NaN;
   if (!existsSync(path.join(WEB_DIR, '.next/BUILD_ID'))) {
     throw new Error('No production build of apps/web: run `pnpm build` first.');
   }
@@ -460,6 +668,39 @@ async function main() {
     if (!response.ok) throw new Error(`bench.${procedure}: HTTP ${response.status} ${text.slice(0, 300)}`);
   }
 
+  const peerSettings = peerSettingsFromEnv();
+  const storageSettings = readStorageSettings();
+  // Estimated seconds per section on a quiet 2-core machine (timed load + fixed costs), for the time left.
+  const peerRoundSeconds =
+    7 * (peerSettings.p1Seconds + peerSettings.p2Seconds) + (4 * peerSettings.replayKeys * 5) / 1000 + 6;
+  const storageSeconds =
+    (storageSettings.sections.has('p6')
+      ? (storageSettings.p6Rows + storageSettings.p6LiveRows) / 25_000 + 15
+      : 0) +
+    (storageSettings.sections.has('growth')
+      ? (storageSettings.growthRows.at(-1) ?? 0) / 40_000 + storageSettings.growthRows.length * 20
+      : 0);
+  const progress = createProgress(
+    [
+      {
+        name: 'main (P1 P2 P3 P5)',
+        seconds: 4 + RUNS * (2 * P1_SECONDS + 2 * P2_SECONDS + (P3_KEYS * 2 * 6) / 1000 + 1),
+      },
+      {
+        name: 'P2 against connections',
+        seconds: CURVE_CONNECTIONS.length * CURVE_ROUNDS * 2 * CURVE_SECONDS,
+      },
+      { name: 'checkout placeOrder', seconds: 2 + RUNS * 2 * ORDER_SECONDS },
+      { name: 'worker job dedupe', seconds: (JOBS * 3 * 8) / 1000 },
+      { name: 'pgbench floor', seconds: PGBENCH_SECONDS === 0 ? 0 : RUNS * PGBENCH_SECONDS },
+      { name: 'peers', seconds: PEERS ? 15 + peerSettings.runs * peerRoundSeconds : 0 },
+      { name: 'client size (P7)', seconds: 3 },
+      { name: 'storage (P6, growth)', seconds: STORAGE ? storageSeconds : 0 },
+    ],
+    log,
+  );
+
+  progress.section('main (P1 P2 P3 P5)');
   log('warm-up (JIT, connection pools): 2 s per procedure at 8 connections');
   for (const procedure of ['protected', 'unprotected'] as const) {
     await cannon(url, procedure, { connections: 8, duration: 2 });
@@ -467,116 +708,180 @@ async function main() {
 
   const results: RunResult[] = [];
   for (let run = 0; run < RUNS; run += 1) {
-    log(`run ${run + 1}/${RUNS}`);
+    progress.run(run + 1, RUNS);
     results.push(await oneRun(url, client, run));
   }
 
+  progress.section('P2 against connections');
+  const curve = await throughputCurve(url, progress);
+
+  progress.section('checkout placeOrder');
+  const checkout = await checkoutPath(url, client, progress);
+
+  progress.section('worker job dedupe');
+  const jobs = await jobDedupe(databaseUrl, client, progress);
+
+  progress.section('pgbench floor');
   log(`pgbench floor (${PGBENCH_SECONDS} s × ${RUNS} runs, 1 client)`);
   const floor = pgbenchFloor(databaseUrl);
 
   // Peers on the same handler (apps/bench/src/peers/): own server processes on this scratch database.
-  const peers = PEERS
+  progress.section('peers');
+  const peers: PeersResult | { skipped: string } = PEERS
     ? await runPeerBench({
         databaseUrl,
-        settings: peerSettingsFromEnv(),
-        log: (line) => log(`peers: ${line}`),
+        settings: peerSettings,
+        log: progress.logger((line) => log(`peers: ${line}`)),
         verbose: VERBOSE,
       }).catch((error: unknown) => ({ skipped: messageOf(error) }))
     : { skipped: 'BENCH_PEERS=0' };
 
+  progress.section('client size (P7)');
+  const bundle = clientSize();
+
+  // Last: its million-row loads and deletes write gigabytes of WAL, which would slow the commits of whatever
+  // ran after it.
+  progress.section('storage (P6, growth)');
+  let storage: unknown = keptStorageResults();
+  let storageRun: StorageBenchResult | { skipped: string } = { skipped: 'BENCH_STORAGE=0' };
+  if (STORAGE) {
+    const teardown = new Teardown();
+    cleanups.push(() => teardown.run());
+    storageRun = await runStorageBench({
+      adminUrl,
+      settings: storageSettings,
+      teardown,
+      log: progress.logger((line) => log(`storage: ${line}`)),
+      command: 'pnpm bench',
+    }).catch((error: unknown) => ({ skipped: messageOf(error) }));
+    await teardown.run();
+    if ('skipped' in storageRun) log(`storage section failed: ${storageRun.skipped}`);
+    else storage = storageRun;
+  }
+
   const p1Ratio = median(results.map((r) => r.p1.protected / r.p1.unprotected));
   const p2Ratio = median(results.map((r) => r.p2.protected / r.p2.unprotected));
   const p3Ratio = median(results.map((r) => r.p3.replayP50 / r.p3.firstP50));
-  const p5Executions = Math.max(...results.map((r) => r.p5.executions));
-  const p5Ratio = median(results.map((r) => r.p5.wallMs / r.p1.protected));
+  const p5Ratio = median(results.map((r) => r.p5.wallMs / r.p5.controlWallMs));
   const failures = results.reduce((sum, r) => sum + r.failures, 0);
+  const ms = (values: number[]) => `${median(values).toFixed(2)} ms`;
 
   const figures: Figure[] = [
-    {
+    figure({
       id: 'P1',
-      label: 'P1 first-execution p50 ratio',
+      label: 'P1 first execution p50, protected / unprotected',
       value: p1Ratio,
+      before: BEFORE.P1,
       target: '≤ 1.10',
-      met: p1Ratio <= 1.1,
       bound: 1.1,
       upper: true,
-      detail: `protected ${median(results.map((r) => r.p1.protected)).toFixed(2)} ms / unprotected ${median(results.map((r) => r.p1.unprotected)).toFixed(2)} ms (1 connection, ${P1_SECONDS} s each)`,
-    },
-    {
+      detail: `${ms(results.map((r) => r.p1.protected))} / ${ms(results.map((r) => r.p1.unprotected))} (next start, 1 connection, ${P1_SECONDS} s each)`,
+    }),
+    ...peerFigures(peers),
+    figure({
       id: 'P2',
-      label: 'P2 throughput ratio',
+      label: 'P2 throughput @32, protected / unprotected',
       value: p2Ratio,
+      before: BEFORE.P2,
       target: '≥ 0.90',
-      met: p2Ratio >= 0.9,
       bound: 0.9,
       upper: false,
-      detail: `protected ${median(results.map((r) => r.p2.protected)).toFixed(0)} req/s / unprotected ${median(results.map((r) => r.p2.unprotected)).toFixed(0)} req/s (${P2_CONNECTIONS} connections, ${P2_SECONDS} s each)`,
-    },
-    {
+      detail: `${median(results.map((r) => r.p2.protected)).toFixed(0)} / ${median(results.map((r) => r.p2.unprotected)).toFixed(0)} req/s (next start, ${P2_SECONDS} s each); against connections: ${curve.map((l) => `@${l.connections} ${l.ratio.toFixed(2)}`).join(', ')}`,
+    }),
+    figure({
       id: 'P3',
-      label: 'P3 replay p50 / first p50',
+      label: 'P3 replay p50 / first-execution p50',
       value: p3Ratio,
-      target: '≤ 0.5',
-      met: p3Ratio <= 0.5,
-      bound: 0.5,
+      before: BEFORE.P3,
+      target: '≤ 0.35',
+      bound: 0.35,
       upper: true,
-      detail: `replay ${median(results.map((r) => r.p3.replayP50)).toFixed(2)} ms / first ${median(results.map((r) => r.p3.firstP50)).toFixed(2)} ms (${P3_KEYS} keys, 1 connection); rows written by replays: ${results.reduce((sum, r) => sum + r.p3.replayEffects, 0)}`,
-    },
-    {
+      detail: `${ms(results.map((r) => r.p3.replayP50))} / ${ms(results.map((r) => r.p3.firstP50))} (${P3_KEYS} keys, 1 connection); rows written by replays: ${results.reduce((sum, r) => sum + r.p3.replayEffects, 0)}`,
+    }),
+    figure({
       id: 'P5-executions',
-      label: `P5 executions (${P5_BURST} same-key)`,
-      value: p5Executions,
+      label: `P5 executions of ${P5_BURST} same-key requests`,
+      value: Math.max(...results.map((r) => r.p5.executions)),
       target: '= 1',
-      met: results.every((r) => r.p5.executions === 1),
       bound: 1,
       upper: true,
-      detail: `per run: ${results.map((r) => r.p5.executions).join(', ')}`,
-    },
-    {
-      id: 'P5-wall',
-      label: 'P5 wall / one execution',
+      detail: `per run: ${results.map((r) => r.p5.executions).join(', ')}; statuses: ${results.map((r) => JSON.stringify(r.p5.statuses)).join(' ')}`,
+    }),
+    figure({
+      id: 'P5',
+      label: 'P5 same-key burst wall / distinct-key burst',
       value: p5Ratio,
-      target: '≤ 3',
-      met: p5Ratio <= 3,
-      bound: 3,
+      before: BEFORE.P5,
+      target: '≤ 0.6',
+      bound: 0.6,
       upper: true,
-      detail: `wall ${median(results.map((r) => r.p5.wallMs)).toFixed(1)} ms / P1 protected p50 of the same run; control: 50 unprotected requests at once (distinct keys) ${median(results.map((r) => r.p5.controlWallMs)).toFixed(1)} ms, same-key wall / control ${median(results.map((r) => r.p5.wallMs / r.p5.controlWallMs)).toFixed(2)}; statuses: ${results.map((r) => JSON.stringify(r.p5.statuses)).join(' ')}`,
-    },
-  ];
-  if ('ratio' in floor) {
-    figures.push({
-      id: 'floor',
-      label: 'pgbench floor (claim tx / insert tx)',
-      value: floor.ratio,
+      detail: `${ms(results.map((r) => r.p5.wallMs))} / ${ms(results.map((r) => r.p5.controlWallMs))} (${P5_BURST} at once; the control: unprotected, distinct keys)`,
+    }),
+    ...storageFigures(storage, 'skipped' in storageRun ? storageRun.skipped : null),
+    ...clientSizeFigures(bundle),
+    figure({
+      id: 'checkout',
+      label: 'checkout placeOrder p50, with / without the layer',
+      value: checkout.ratio,
       target: 'info',
-      met: true,
+      info: true,
       bound: 1,
       upper: true,
-      detail: `claim+insert+complete ${floor.claimMs.toFixed(3)} ms / insert ${floor.baselineMs.toFixed(3)} ms (pgbench, 1 client, ${PGBENCH_SECONDS} s × ${floor.runs})`,
-    });
-  }
-
-  console.log('');
-  console.log('| figure | median ratio | target | met | detail |');
-  console.log('|---|---|---|---|---|');
-  for (const figure of figures) {
-    console.log(
-      `| ${figure.id} | ${formatValue(figure.value)} | ${figure.target} | ${figure.target === 'info' ? '–' : figure.met ? 'yes' : '**no**'} | ${figure.detail} |`,
+      detail: `${checkout.protectedP50.toFixed(2)} / ${checkout.unprotectedP50.toFixed(2)} ms, +${checkout.addedMs.toFixed(2)} ms (external mode, provider on loopback, 1 connection, ${ORDER_SECONDS} s each)`,
+    }),
+  ];
+  if (!('skipped' in jobs)) {
+    figures.push(
+      figure({
+        id: 'job-dedupe',
+        label: 'worker fulfilment job, with / without its dedupe',
+        value: jobs.firstP50 / jobs.withoutDedupeP50,
+        target: 'info',
+        info: true,
+        bound: 1,
+        upper: true,
+        detail: `first delivery ${jobs.firstP50.toFixed(2)} / ${jobs.withoutDedupeP50.toFixed(2)} ms p50 (${jobs.addedMs >= 0 ? '+' : ''}${jobs.addedMs.toFixed(2)} ms per job); a duplicate delivery, absorbed: ${jobs.duplicateP50.toFixed(2)} ms (${jobs.jobs} jobs each)`,
+      }),
     );
   }
-  if (!('ratio' in floor)) console.log(`pgbench floor skipped: ${floor.skipped}`);
-  if (failures > 0) console.log(`WARNING: ${failures} non-2xx responses or connection errors during P1–P3`);
-  console.log(`\nPeers on the same handler:\n\n${formatPeersReport(peers)}`);
+  if ('ratio' in floor) {
+    figures.push(
+      figure({
+        id: 'floor',
+        label: 'pgbench floor (claim tx / insert tx)',
+        value: floor.ratio,
+        target: 'info',
+        info: true,
+        bound: 1,
+        upper: true,
+        detail: `claim+insert+complete ${floor.claimMs.toFixed(3)} ms / insert ${floor.baselineMs.toFixed(3)} ms (pgbench, 1 client, ${PGBENCH_SECONDS} s × ${floor.runs})`,
+      }),
+    );
+  }
 
   const machine = {
     cpus: os.cpus().length,
     node: process.version,
     postgres: pgVersion,
     platform: `${os.platform()} ${os.release()}`,
+    // A shared machine: how busy it was when the run started and ended (1-minute load averages).
+    loadAverage: { start: loadAtStart, end: os.loadavg()[0] ?? Number.NaN },
   };
+  const date = new Date().toISOString();
+  const context =
+    `Measured ${date.slice(0, 16).replace('T', ' ')} UTC by \`${QUICK ? 'BENCH_QUICK=1 ' : ''}pnpm bench\` ` +
+    `(${machine.cpus} cores, Node ${machine.node}, PostgreSQL ${machine.postgres}; load average ${machine.loadAverage.start.toFixed(1)} at the start, ${machine.loadAverage.end.toFixed(1)} at the end; ${RUNS} runs; medians of per-run ratios)` +
+    `${QUICK ? ' — QUICK MODE: short runs, not comparable' : ''}. "Before": issue 14's measurement of main, 2026-12-01.`;
+  const markdown = summaryMarkdown(figures, context);
+  console.log(`\n${markdown}\n`);
+  if (!('ratio' in floor)) console.log(`pgbench floor skipped: ${floor.skipped}`);
+  if (failures > 0) console.log(`WARNING: ${failures} non-2xx responses or connection errors during P1–P3`);
+  console.log(`\nPeers on the same handler:\n\n${formatPeersReport(peers)}`);
+
   const json = {
-    date: new Date().toISOString(),
-    command: 'pnpm build && pnpm bench',
+    date,
+    command: `pnpm build && ${QUICK ? 'BENCH_QUICK=1 ' : ''}pnpm bench`,
+    quick: QUICK,
     machine,
     settings: {
       runs: RUNS,
@@ -586,23 +891,118 @@ async function main() {
       p3Keys: P3_KEYS,
       p5Burst: P5_BURST,
       pgbenchSeconds: PGBENCH_SECONDS,
+      curveConnections: CURVE_CONNECTIONS,
+      curveRounds: CURVE_ROUNDS,
+      curveSeconds: CURVE_SECONDS,
+      orderSeconds: ORDER_SECONDS,
     },
-    figures: figures.map(({ bound: _bound, upper: _upper, ...figure }) => figure),
+    figures: figures.map(({ bound: _bound, upper: _upper, ...entry }) => entry),
     pgbenchFloor: floor,
     failures,
     runs: results,
+    throughputCurve: curve,
+    checkout,
+    jobDedupe: jobs,
+    clientSize: bundle,
     peers,
-    storage: keptStorageResults(), // written by `pnpm bench:storage` (apps/bench/src/storage/)
+    // This run's storage section, or (BENCH_STORAGE=0, or it failed) the one the last run left in the file.
+    storage,
+    ...('skipped' in storageRun ? { storageNotRun: storageRun.skipped } : {}),
   };
   writeFileSync(path.join(repoRoot, 'docs/bench-results.json'), `${JSON.stringify(json, null, 2)}\n`);
   writeFileSync(
     path.join(repoRoot, 'docs/bench-chart.svg'),
     svgChart(
       figures,
-      `Idempotency middleware: protected / unprotected (median of ${RUNS} runs, ${machine.cpus} cores, Node ${machine.node})`,
+      curve,
+      `Idem, issue 14 figures (median of ${RUNS} runs, ${machine.cpus} cores, Node ${machine.node}${QUICK ? ', QUICK MODE' : ''})`,
     ),
   );
-  log('wrote docs/bench-results.json and docs/bench-chart.svg');
+  writeSummaryIntoBenchmarks(markdown);
+  log('wrote docs/bench-results.json, docs/bench-chart.svg and the summary in docs/BENCHMARKS.md');
+}
+
+/** Peers: Idem's cost on a bare tRPC server, and P4 — Idem's added p50 ÷ the best Redis peer's, per round. */
+function peerFigures(peers: PeersResult | { skipped: string }): Figure[] {
+  if ('skipped' in peers) return [];
+  const idem = peers.arms.find((arm) => arm.id === 'idem');
+  const added = (round: PeersResult['rounds'][number], id: ArmId) => {
+    const baseline = arms[id].baseline;
+    return baseline ? round.p1Ms[id] - round.p1Ms[baseline] : Number.NaN;
+  };
+  const redisPeers = ['node-idempotency', 'powertools'] as const;
+  // Added p50 per round (protected − its own framework's unprotected route), then the median over the rounds.
+  // The ratio is of the two medians: a per-round ratio is meaningless in a round where the peer's added cost is
+  // within noise of zero or below it.
+  const idemAdded = median(peers.rounds.map((round) => added(round, 'idem')));
+  const bestAdded = median(
+    peers.rounds.map((round) => Math.min(...redisPeers.map((id) => added(round, id)))),
+  );
+  const p4 = bestAdded > 0 ? idemAdded / bestAdded : Number.NaN;
+  const redisRatios = redisPeers
+    .map((id) => `${arms[id].label} ${peers.arms.find((arm) => arm.id === id)?.p1Ratio?.toFixed(2) ?? '?'}`)
+    .join(', ');
+  return [
+    figure({
+      id: 'peers',
+      label: 'peers: Idem on bare tRPC ÷ the same route unprotected',
+      value: idem?.p1Ratio ?? Number.NaN,
+      before: BEFORE.peers,
+      target: '≤ 1.20',
+      bound: 1.2,
+      upper: true,
+      detail: `p50 @1 connection, median of ${peers.rounds.length} rounds; the Redis peers on their own frameworks: ${redisRatios}`,
+    }),
+    figure({
+      id: 'P4',
+      label: "P4 Idem's added p50 ÷ the best Redis peer's",
+      value: p4,
+      before: BEFORE.P4,
+      target: '≤ 1.0',
+      bound: 1,
+      upper: true,
+      detail: `Idem +${idemAdded.toFixed(2)} ms vs the best Redis peer +${bestAdded.toFixed(2)} ms (median over the rounds of each one's p50 minus its own framework's unprotected p50; n/a when the peer's is ≤ 0, i.e. noise)`,
+    }),
+  ];
+}
+
+/** P6: the worst claim while the worker deletes the expired keys (the first cleanup run: the default batch). */
+function storageFigures(storage: unknown, notRun: string | null): Figure[] {
+  const p6 = (storage as Partial<StorageBenchResult> | undefined)?.p6;
+  const first = p6?.runs[0];
+  if (!first) return [];
+  return [
+    figure({
+      id: 'P6',
+      label: 'P6 worst claim during the cleanup of expired keys',
+      value: first.during.worst,
+      before: BEFORE.P6,
+      unit: 'ms',
+      target: '≤ 50 ms',
+      bound: 50,
+      upper: true,
+      detail: `${first.loadedExpired.toLocaleString('en')} expired keys deleted in ${((first.cleanup?.ms ?? Number.NaN) / 1000).toFixed(1)} s (${first.label}); claims during: p50 ${first.during.p50.toFixed(2)} / p99 ${first.during.p99.toFixed(2)} ms; WAL ${(first.walBytes / 2 ** 20).toFixed(0)} MiB${notRun ? ` (NOT this run's: kept from the last storage run; this run's storage section: ${notRun})` : ''}`,
+    }),
+  ];
+}
+
+function clientSizeFigures(bundle: ClientSize[] | { skipped: string }): Figure[] {
+  if ('skipped' in bundle) return [];
+  const checkout = bundle[0];
+  if (!checkout) return [];
+  return [
+    figure({
+      id: 'P7',
+      label: 'P7 client library in the checkout bundle, min+gz',
+      value: checkout.gzipped / 1024,
+      before: BEFORE.P7,
+      unit: 'kB',
+      target: '≤ 3.0 kB',
+      bound: 3,
+      upper: true,
+      detail: `${checkout.entry}: ${(checkout.minified / 1024).toFixed(2)} kB min (esbuild, gzip -9; pnpm bench:client-size)`,
+    }),
+  ];
 }
 
 main()

@@ -239,3 +239,148 @@ describe('handleTransactional', () => {
     expect(await store.find(request)).toBeNull();
   });
 });
+
+describe('handleTransactional: the completed read beside the transaction (findCompleted)', () => {
+  const executeOnce = async (request: IdempotentRequest) => {
+    await handleTransactional(store, options, request, async () => ({
+      result: 'first',
+      response: output('"first"'),
+    }));
+  };
+  /** The real store whose transactions wait for `gate` before they start. */
+  const gatedTransactions = (gate: Promise<void>): IdempotencyStore<unknown> => ({
+    ...(store as IdempotencyStore<unknown>),
+    transaction: async (fn, transactionOptions) => {
+      await gate;
+      return (store as IdempotencyStore<unknown>).transaction(fn, transactionOptions);
+    },
+  });
+
+  it('answers a duplicate of a finished request before its transaction has even started', async () => {
+    const request = newRequest();
+    await executeOnce(request);
+    const gate = deferred();
+    const answered = await handleTransactional(
+      gatedTransactions(gate.promise),
+      options,
+      request,
+      async () => {
+        throw new Error('a replay must not run the procedure');
+      },
+    );
+    expect(answered).toEqual({ kind: 'replayed', response: output('"first"') });
+    gate.resolve();
+  });
+
+  it('control: without findCompleted the same duplicate waits for its transaction', async () => {
+    const request = newRequest();
+    await executeOnce(request);
+    const gate = deferred();
+    const { findCompleted: _without, ...withoutRead } = gatedTransactions(gate.promise);
+    let answered = false;
+    const handled = handleTransactional(withoutRead, options, request, async () => {
+      throw new Error('a replay must not run the procedure');
+    }).then((result) => {
+      answered = true;
+      return result;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(answered).toBe(false);
+    gate.resolve();
+    expect(await handled).toEqual({ kind: 'replayed', response: output('"first"') });
+  });
+
+  it('a transaction whose claim returns after the read answered runs nothing, even when it claimed', async () => {
+    // The read says "completed" for a key that has no row (as if it expired right after the read): the claim
+    // then claims it, and must roll back instead of running a procedure whose result nobody would get.
+    const request = newRequest();
+    const staleRecord = {
+      ...request,
+      state: 'completed' as const,
+      response: output('"seen by the read"'),
+      leaseOwner: null,
+      leaseActive: false,
+      createdAt: new Date(),
+      expiresAt: new Date(),
+      replayCount: 0,
+    };
+    // The read comes back once the claim is on its way; the claim's answer is held until the read has answered.
+    const claimSent = deferred();
+    const answered = deferred();
+    const claimed = deferred();
+    const readFirst: IdempotencyStore<unknown> = {
+      ...(store as IdempotencyStore<unknown>),
+      findCompleted: async () => {
+        await claimSent.promise;
+        return staleRecord;
+      },
+      claim: async (claimRequest, tx) => {
+        claimSent.resolve();
+        await answered.promise;
+        const result = await store.claim(claimRequest, tx as never);
+        claimed.resolve();
+        return result;
+      },
+    };
+    let runs = 0;
+    const handled = await handleTransactional(readFirst, options, request, async () => {
+      runs += 1;
+      return { result: 'second', response: output('"second"') };
+    });
+    answered.resolve();
+    expect(handled).toEqual({ kind: 'replayed', response: output('"seen by the read"') });
+    await claimed.promise;
+    await waitUntil(async () => (await store.find(request)) === null);
+    expect(runs).toBe(0);
+  });
+
+  it('a replay answered while its transaction is still opening sends no claim', async () => {
+    const request = newRequest();
+    await executeOnce(request);
+    const gate = deferred();
+    const transactionDone = deferred();
+    let claims = 0;
+    const counted: IdempotencyStore<unknown> = {
+      ...gatedTransactions(gate.promise),
+      claim: (claimRequest, tx) => {
+        claims += 1;
+        return store.claim(claimRequest, tx as never);
+      },
+    };
+    const gated = counted.transaction.bind(counted);
+    counted.transaction = (fn, transactionOptions) =>
+      gated(fn, transactionOptions).finally(() => transactionDone.resolve());
+    const handled = await handleTransactional(counted, options, request, async () => {
+      throw new Error('a replay must not run the procedure');
+    });
+    expect(handled).toEqual({ kind: 'replayed', response: output('"first"') });
+    gate.resolve();
+    await transactionDone.promise;
+    expect(claims).toBe(0);
+  });
+
+  it('control: the same claim, with the read coming back after it, runs the procedure and stores it', async () => {
+    const request = newRequest();
+    const readAfterClaim = deferred();
+    const readLast: IdempotencyStore<unknown> = {
+      ...(store as IdempotencyStore<unknown>),
+      findCompleted: async () => {
+        await readAfterClaim.promise;
+        return null;
+      },
+      claim: async (claimRequest, tx) => {
+        const result = await store.claim(claimRequest, tx as never);
+        readAfterClaim.resolve();
+        return result;
+      },
+    };
+    let runs = 0;
+    const answered = await handleTransactional(readLast, options, request, async () => {
+      runs += 1;
+      return { result: 'second', response: output('"second"') };
+    });
+    expect(answered).toEqual({ kind: 'executed', result: 'second' });
+    expect(runs).toBe(1);
+    expect((await store.find(request))?.state).toBe('completed');
+  });
+});

@@ -51,6 +51,13 @@ export interface FaultHooks {
  * Transactional mode: the claim, the procedure's writes and the response commit together, or not at all.
  * Round trips added to the procedure's own transaction: the claim (which also sets the lock timeout, and which
  * returns the live record for a duplicate) and the completion — no SAVEPOINT, no SET LOCAL.
+ *
+ * When the store has `findCompleted`, that read is sent at the same time as the transaction opens, on another
+ * connection: a duplicate of a finished request is answered as soon as it returns (one round trip, no
+ * transaction), and a first execution waits for nothing more than before. Whichever learns the key's fate
+ * first decides — the read, if it returns a completed record before the claim returns; otherwise the claim —
+ * and the other one changes nothing: a transaction whose claim comes back after the read answered rolls back
+ * without running the procedure, even when it did claim (an expiry in between), so no execution goes unanswered.
  */
 export async function handleTransactional<TTx, TResult>(
   store: IdempotencyStore<TTx>,
@@ -58,6 +65,60 @@ export async function handleTransactional<TTx, TResult>(
   request: IdempotentRequest,
   run: (tx: TTx) => Promise<RunOutcome<TResult>>,
   hooks: FaultHooks = {},
+): Promise<HandledRequest<TResult>> {
+  let decidedBy: 'read' | 'claim' | undefined;
+  const completedRead = store.findCompleted?.(request).then(
+    (record) => {
+      if (!record || decidedBy) return null;
+      decidedBy = 'read';
+      return record;
+    },
+    // A failed read decides nothing: the transaction answers.
+    () => null,
+  );
+  const transaction = runTransactional(
+    store,
+    options,
+    request,
+    run,
+    hooks,
+    () => {
+      if (decidedBy === 'read') return false;
+      decidedBy = 'claim';
+      return true;
+    },
+    () => decidedBy === 'read',
+  );
+  let handled: HandledRequest<TResult>;
+  if (completedRead) {
+    const record = await Promise.race([completedRead, transaction.then(noRecord, noRecord)]);
+    if (record) {
+      // The transaction finds the decision taken and rolls back; its outcome is nobody's answer.
+      transaction.catch(() => {});
+      handled = { kind: 'replayed', response: storedResponseOf(record, request, options) };
+    } else handled = await transaction;
+  } else handled = await transaction;
+  if (handled.kind === 'replayed') countReplay(store, request);
+  else await hooks.afterComplete?.();
+  return handled;
+}
+
+const noRecord = () => null;
+
+/**
+ * The transaction of `handleTransactional`. `claimDecides()` is asked as soon as the claim returns: false when
+ * the completed read already answered this request, and then nothing else happens (rolled back);
+ * `answeredByRead()` is asked before the claim is sent, so a replay answered while BEGIN was on its way costs
+ * no claim.
+ */
+async function runTransactional<TTx, TResult>(
+  store: IdempotencyStore<TTx>,
+  options: ResolvedOptions,
+  request: IdempotentRequest,
+  run: (tx: TTx) => Promise<RunOutcome<TResult>>,
+  hooks: FaultHooks,
+  claimDecides: () => boolean,
+  answeredByRead: () => boolean,
 ): Promise<HandledRequest<TResult>> {
   const owner = randomUUID();
   const transactionOptions = {
@@ -71,10 +132,12 @@ export async function handleTransactional<TTx, TResult>(
     retentionSeconds: options.retentionSeconds,
     inFlightCap: inFlightCapOf(options),
   };
-  let handled: HandledRequest<TResult>;
   try {
-    handled = await store.transaction(async (tx) => {
+    return await store.transaction(async (tx): Promise<HandledRequest<TResult>> => {
+      // The read answered while the transaction was opening: no claim to send (the claim would decide nothing).
+      if (answeredByRead()) throw new RollBack(undefined, null);
       const claim = await store.claim(claimRequest, tx);
+      if (!claimDecides()) throw new RollBack(undefined, null);
       if (!claim.claimed)
         return { kind: 'replayed', response: storedResponseOf(claim.record, request, options) };
       await hooks.afterClaim?.();
@@ -91,15 +154,12 @@ export async function handleTransactional<TTx, TResult>(
   } catch (error) {
     if (error instanceof RollBack) {
       if (!error.response) return { kind: 'released', result: error.result as TResult };
-      handled = await recordStoredError(store, options, claimRequest, error, transactionOptions);
-    } else if (store.isLockTimeout(error)) {
-      // The first request's transaction held the key longer than we may wait.
-      throw inProgressError(options.retryAfterSeconds);
-    } else throw error;
+      return recordStoredError(store, options, claimRequest, error, transactionOptions);
+    }
+    // The first request's transaction held the key longer than we may wait.
+    if (store.isLockTimeout(error)) throw inProgressError(options.retryAfterSeconds);
+    throw error;
   }
-  if (handled.kind === 'replayed') countReplay(store, request);
-  else await hooks.afterComplete?.();
-  return handled;
 }
 
 /**

@@ -57,6 +57,13 @@ export interface IdempotencyStore<TTx> {
   release(key: RecordKey, owner: string): Promise<boolean>;
   /** Re-reads a record (used while waiting for an in-flight duplicate). */
   find(key: RecordKey): Promise<IdempotencyRecord | null>;
+  /**
+   * Optional: the key's record only when it is completed and not expired (by the store's clock), read outside
+   * any transaction and without a lock. Transactional mode sends it alongside its transaction, so a duplicate
+   * of a finished request is answered by this one read instead of a transaction's three round trips; without
+   * it, the claim inside the transaction answers duplicates as before.
+   */
+  findCompleted?(key: RecordKey): Promise<IdempotencyRecord | null>;
   /** Statistics only: the handler does not wait for it, and a failure is ignored. */
   countReplay(key: RecordKey): Promise<void>;
   /** Runs `fn` in one transaction whose lock waits are bounded. */

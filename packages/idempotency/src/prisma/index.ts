@@ -23,4 +23,5 @@ export {
 } from './operations.ts';
 export { type IdempotencyKeysSchema, idempotencyKeysSchema } from './schema.ts';
 export { DEFAULT_IDEMPOTENCY_TABLE } from './sql.ts';
+export { idempotencyStatementName } from './statement-names.ts';
 export { createPrismaIdempotencyStore, type PrismaStoreOptions } from './store.ts';

@@ -12,6 +12,7 @@ import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './cli
 import { expiredBatchDelete } from './expired-batch.ts';
 import { explainingMissingTable } from './missing-table.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE, hasPostgresCode, quoteTable } from './sql.ts';
+import { marked } from './statement-names.ts';
 
 export interface PrismaStoreOptions {
   /** The table (see the README for the model: `idempotencyKeysSchema()`). Default `idempotency_keys`. */
@@ -22,6 +23,13 @@ export interface PrismaStoreOptions {
    * a running request (a takeover while the first execution is still going).
    */
   leaseRenewal?: boolean;
+  /**
+   * Transactional mode answers a duplicate of a finished request with one lock-free read sent beside its
+   * transaction (`findCompleted`). Default true. The price is that read on every first execution too (one
+   * primary-key lookup on another connection, waited for by nobody): `false` leaves `findCompleted` out, and
+   * duplicates are answered by the claim inside the transaction, as before.
+   */
+  completedRead?: boolean;
 }
 
 interface RecordRow {
@@ -78,10 +86,22 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   const keyParams = (key: RecordKey) => [key.scope, key.procedure, key.key];
   const on = (tx?: SqlExecutor): SqlExecutor => tx ?? db;
 
-  const selectRecord = `
+  const selectRecordSql = `
     select scope, procedure, key, fingerprint, state, response, lease_owner,
            coalesce(locked_until > now(), false) as lease_active, created_at, expires_at, replay_count
     from ${table} where ${where}`;
+  const selectRecord = marked('find', selectRecordSql);
+  // A finished request's record as a duplicate gets it: no lock, no transaction, judged by the database's clock.
+  const selectCompleted = marked(
+    'find-completed',
+    `${selectRecordSql} and state = 'completed' and expires_at > now()`,
+  );
+
+  async function findCompleted(key: RecordKey): Promise<IdempotencyRecord | null> {
+    const rows = await db.$queryRawUnsafe<RecordRow[]>(selectCompleted, ...keyParams(key));
+    const row = rows[0];
+    return row ? toRecord(row) : null;
+  }
 
   async function find(key: RecordKey, tx?: SqlExecutor): Promise<IdempotencyRecord | null> {
     const rows = await on(tx).$queryRawUnsafe<RecordRow[]>(selectRecord, ...keyParams(key));
@@ -176,7 +196,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
       ${session ? `from ${session}` : ''}
       where ${where} and ((${expiredRow}${variant.capped ? ` and ${inFlight} < ${cap}` : ''}) or ${deadLeaseSameRequest})
       returning 1 as updated`;
-    const built = { sql, params };
+    const built = { sql: marked(kind, sql), params };
     statements.set(name, built);
     return built;
   }
@@ -232,14 +252,31 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     return { claimed: false, record };
   }
 
+  const renewSql = marked(
+    'renew',
+    `update ${table} set locked_until = now() + make_interval(secs => $5::double precision)
+     where ${where} and lease_owner = $4::uuid and state = 'processing'`,
+  );
+  const completeSql = marked(
+    'complete',
+    `update ${table} set state = 'completed', response = $5, http_status = $6, lease_owner = null,
+       locked_until = null
+     where ${where} and lease_owner = $4::uuid and state = 'processing'`,
+  );
+  const releaseSql = marked(
+    'release',
+    `delete from ${table} where ${where} and lease_owner = $4::uuid and state = 'processing'`,
+  );
+  // Statistics: committed without waiting for the WAL flush (synchronous_commit off for this one implicit
+  // transaction). A crash may lose the last few counts; a replay never waits on an fsync for them.
+  const countReplaySql = marked(
+    'count-replay',
+    `update ${table} set replay_count = replay_count + 1
+     from (select set_config('synchronous_commit', 'off', true)) as session where ${where}`,
+  );
+
   async function renewLease(key: RecordKey, owner: string, leaseSeconds: number): Promise<boolean> {
-    const count = await db.$executeRawUnsafe(
-      `update ${table} set locked_until = now() + make_interval(secs => $5::double precision)
-       where ${where} and lease_owner = $4::uuid and state = 'processing'`,
-      ...keyParams(key),
-      owner,
-      leaseSeconds,
-    );
+    const count = await db.$executeRawUnsafe(renewSql, ...keyParams(key), owner, leaseSeconds);
     return count === 1;
   }
 
@@ -250,9 +287,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
 
     async complete(key, owner, response, tx?: SqlExecutor) {
       const count = await on(tx).$executeRawUnsafe(
-        `update ${table} set state = 'completed', response = $5, http_status = $6,
-           lease_owner = null, locked_until = null
-         where ${where} and lease_owner = $4::uuid and state = 'processing'`,
+        completeSql,
         ...keyParams(key),
         owner,
         JSON.stringify(response),
@@ -262,24 +297,15 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     },
 
     async release(key, owner) {
-      const count = await db.$executeRawUnsafe(
-        `delete from ${table} where ${where} and lease_owner = $4::uuid and state = 'processing'`,
-        ...keyParams(key),
-        owner,
-      );
+      const count = await db.$executeRawUnsafe(releaseSql, ...keyParams(key), owner);
       return count === 1;
     },
 
     find: (key) => find(key),
+    ...(options.completedRead === false ? {} : { findCompleted }),
 
     async countReplay(key) {
-      // Statistics: committed without waiting for the WAL flush (synchronous_commit off for this one implicit
-      // transaction). A crash may lose the last few counts; a replay never waits on an fsync for them.
-      await db.$executeRawUnsafe(
-        `update ${table} set replay_count = replay_count + 1
-         from (select set_config('synchronous_commit', 'off', true)) as session where ${where}`,
-        ...keyParams(key),
-      );
+      await db.$executeRawUnsafe(countReplaySql, ...keyParams(key));
     },
 
     transaction<T>(fn: (tx: PrismaTransactionLike<TClient>) => Promise<T>, options: TransactionOptions) {

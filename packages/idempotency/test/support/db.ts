@@ -4,7 +4,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createPrismaClient, type Database } from '@idem/db';
-import { idempotencyKeysSchema } from '../../src/prisma/index.ts';
+import { idempotencyKeysSchema, idempotencyStatementName } from '../../src/prisma/index.ts';
 
 export function databaseUrl(): string {
   const url = process.env.DATABASE_URL;
@@ -12,17 +12,25 @@ export function databaseUrl(): string {
   return url;
 }
 
-/** A client on this run's (migrated) database, its app tables included. */
+/**
+ * A client on this run's (migrated) database, its app tables included, configured as the app's: the store's
+ * statements prepared (`idempotencyStatementName`).
+ */
 export function connect(max = 10): Database {
-  return createPrismaClient({ connectionString: databaseUrl(), max });
+  return createPrismaClient({
+    connectionString: databaseUrl(),
+    max,
+    statementName: idempotencyStatementName,
+  });
 }
 
 /**
  * A client whose `search_path` is a new schema holding only the key table the library itself defines
  * (`idempotencyKeysSchema().statements`): unqualified `idempotency_keys`, and any table a test creates, live
- * there, so the tests need none of the app's migrations. The schema goes with the run's database.
+ * there, so the tests need none of the app's migrations. The schema goes with the run's database. The store's
+ * statements are prepared, as the app configures it, unless `prepared` is false.
  */
-export async function connectWithOwnTable(max = 10): Promise<Database> {
+export async function connectWithOwnTable(max = 10, { prepared = true } = {}): Promise<Database> {
   const schema = uniqueTableName('idem_lib');
   const setup = createPrismaClient({ connectionString: databaseUrl(), max: 1 });
   try {
@@ -32,7 +40,11 @@ export async function connectWithOwnTable(max = 10): Promise<Database> {
   } finally {
     await setup.$disconnect();
   }
-  return createPrismaClient({ connectionString: withSearchPath(databaseUrl(), schema), max });
+  return createPrismaClient({
+    connectionString: withSearchPath(databaseUrl(), schema),
+    max,
+    ...(prepared ? { statementName: idempotencyStatementName } : {}),
+  });
 }
 
 /** `url` with libpq's `options` set so every connection of the pool starts with `search_path = schema`. */

@@ -3,9 +3,14 @@
  * the benchmark starts, never by the app's own `appRouter`.
  * Both run the SAME handler body in ONE interactive transaction: the only difference is the middleware.
  * The table `bench_effects` is created by the bench harness with raw SQL, not by a migration.
+ * `placeOrderUnprotected` is the checkout's own service (`checkout.placeOrder` without the idempotency layer, a
+ * fresh order id per call): the realistic path's baseline.
  */
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { placeOrderInput } from '~/lib/schemas';
 import type { AppIdempotency } from '../idempotency.ts';
+import { placeOrder } from '../services/place-order.ts';
 import { createTRPCRouter, principalProcedure } from '../trpc.ts';
 
 const benchInput = z.object({ n: z.number().int() });
@@ -34,5 +39,10 @@ export function createBenchRouter(idempotency: AppIdempotency) {
       .concat(idempotency.transactional())
       .input(benchInput)
       .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
+    placeOrderUnprotected: principalProcedure
+      .input(placeOrderInput)
+      .mutation(({ ctx, input }) =>
+        placeOrder(ctx, { principalId: ctx.principal.id, orderId: randomUUID(), input }),
+      ),
   });
 }
