@@ -1,7 +1,7 @@
 /**
  * The library's own tests as `pnpm test:mutation` (Stryker, stryker.config.mjs) runs them against each mutant:
  * the root config's database setup (one scratch database per Stryker worker, since each worker is its own
- * Vitest instance), without the tests that check the library from outside — they build, pack or compile a copy
+ * Vitest instance), in the America/New_York zone, without the tests that check the library from outside — they build, pack or compile a copy
  * of `src/`, which in the sandbox is Stryker's instrumented code, and no mutant is active in their processes.
  */
 import { defineConfig } from 'vitest/config';
@@ -12,6 +12,10 @@ export default defineConfig({
   test: {
     ...root.test,
     projects: undefined,
+    // In the stricter zone (see the new-york project in vitest.config.ts): a mutant that reads a UTC date as
+    // local time survives on a UTC machine otherwise.
+    env: { TZ: 'America/New_York' },
+    setupFiles: ['tests/setup/env.ts', 'tests/setup/time-zone.ts'],
     include: ['packages/idempotency/test/**/*.test.ts'],
     exclude: [
       'packages/idempotency/test/packaging.test.ts',

@@ -64,6 +64,15 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('Thu Jan 15 12:00:04 2026', now)).toBe(4000);
   });
 
+  it('reads asctime as GMT whatever the machine’s zone (the new-york test project runs this too)', () => {
+    // asctime carries no zone; HTTP dates are always GMT (RFC 9110 §5.6.7). Read as local time, this is 5 h off
+    // in New York, and the cap turns it into 30 s.
+    expect(parseRetryAfter('Thu Jan 15 12:00:09 2026', now)).toBe(9000);
+    expect(parseRetryAfter('Sun Nov  6 08:49:37 1994', Date.UTC(1994, 10, 6, 8, 49, 30))).toBe(7000);
+    // Already zoned forms are never given a second zone.
+    expect(parseRetryAfter('Thu, 15 Jan 2026 12:00:09 GMT', now)).toBe(9000);
+  });
+
   it('gives 0 for a date in the past', () => {
     expect(parseRetryAfter(new Date(now - 60_000).toUTCString(), now)).toBe(0);
   });
@@ -156,6 +165,13 @@ describe('classifyFailure', () => {
 
   it.each(table)('%s → %s', (_name, error, expected) => {
     expect(classifyFailure(error)).toBe(expected);
+  });
+
+  it('retries every 5xx up to 599 and nothing above it', () => {
+    expect(retryReasonOf(httpError(500, 'INTERNAL_SERVER_ERROR'))).toBe('server-error');
+    expect(retryReasonOf({ data: { httpStatus: 599 } })).toBe('server-error');
+    expect(retryReasonOf({ data: { httpStatus: 600 } })).toBeUndefined();
+    expect(retryReasonOf({ data: { httpStatus: 499 } })).toBeUndefined();
   });
 
   it('names the reason and the status', () => {
