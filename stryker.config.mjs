@@ -4,6 +4,9 @@
  * that reach it. One file: `pnpm test:mutation --mutate packages/idempotency/src/core/handler.ts`.
  * Reports go to reports/mutation/ (git-ignored); the per-file table is printed at the end.
  */
+// Two focused runs at once need their own report folders (and `--tempDirName`): MUTATION_REPORT_DIR.
+const reportDir = process.env.MUTATION_REPORT_DIR ?? 'reports/mutation';
+
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   testRunner: 'vitest',
@@ -22,8 +25,8 @@ export default {
     '/.turbo',
   ],
   reporters: ['clear-text', 'progress', 'html', 'json'],
-  htmlReporter: { fileName: 'reports/mutation/index.html' },
-  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  htmlReporter: { fileName: `${reportDir}/index.html` },
+  jsonReporter: { fileName: `${reportDir}/mutation.json` },
   clearTextReporter: { allowColor: false, logTests: false, reportTests: false, reportMutants: false },
   // Stryker rewrites the tsconfig's outside paths through TypeScript's JS API, which TypeScript 7 no longer has.
   // The sandbox is a copy of the whole repository, so no path leaves it: point the rewrite at no file.
