@@ -4,6 +4,10 @@
  * that reach it. One file: `pnpm test:mutation --mutate packages/idempotency/src/core/handler.ts`.
  * Reports go to reports/mutation/ (git-ignored); the per-file table is printed at the end.
  */
+// The tests run in America/New_York (vitest.mutation.config.ts). Stryker's runner uses worker threads, which
+// cannot change the process's zone: set it here, so every test runner process starts in it.
+process.env.TZ = 'America/New_York';
+
 // Two focused runs at once need their own report folders (and `--tempDirName`): MUTATION_REPORT_DIR.
 const reportDir = process.env.MUTATION_REPORT_DIR ?? 'reports/mutation';
 
