@@ -27,6 +27,8 @@ export default {
     '/tests/faults',
     '/tests/adversarial',
     '/.turbo',
+    // Another focused run's sandbox (its own --tempDirName).
+    '/.stryker-tmp*',
   ],
   reporters: ['clear-text', 'progress', 'html', 'json'],
   htmlReporter: { fileName: `${reportDir}/index.html` },
