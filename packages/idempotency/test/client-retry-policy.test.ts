@@ -6,6 +6,8 @@ import {
   classifyFailure,
   httpStatusOf,
   idempotencyHeaders,
+  isAbortError,
+  isNetworkError,
   parseRetryAfter,
   retryReasonOf,
 } from '../src/client/index.ts';
@@ -172,6 +174,34 @@ describe('classifyFailure', () => {
     expect(retryReasonOf({ data: { httpStatus: 599 } })).toBe('server-error');
     expect(retryReasonOf({ data: { httpStatus: 600 } })).toBeUndefined();
     expect(retryReasonOf({ data: { httpStatus: 499 } })).toBeUndefined();
+  });
+
+  it('names the reason for a code without a status', () => {
+    expect(retryReasonOf({ data: { code: 'CONFLICT' } })).toBe('in-progress');
+    expect(retryReasonOf({ data: { code: 'TOO_MANY_REQUESTS' } })).toBe('throttled');
+    expect(retryReasonOf({ data: { code: 'BAD_GATEWAY' } })).toBe('server-error');
+    expect(retryReasonOf(httpError(429, 'TOO_MANY_REQUESTS'))).toBe('throttled');
+  });
+
+  it('never retries an abort, whatever status or code it carries', () => {
+    expect(retryReasonOf({ name: 'AbortError', data: { httpStatus: 503 } })).toBeUndefined();
+    expect(retryReasonOf({ name: 'TimeoutError', data: { code: 'CONFLICT' } })).toBeUndefined();
+  });
+
+  it('finds an abort up to two causes deep, no deeper', () => {
+    const abort = { name: 'AbortError' };
+    expect(isAbortError(abort)).toBe(true);
+    expect(isAbortError({ name: 'TRPCClientError', cause: { cause: abort } })).toBe(true);
+    expect(isAbortError({ name: 'TRPCClientError', cause: { cause: { cause: abort } } })).toBe(false);
+    expect(isAbortError(new Error('fetch failed', { cause: new Error('reset') }))).toBe(false);
+  });
+
+  it('a network error is one with no response at all: not an abort, not one with data or a Response', () => {
+    expect(isNetworkError(TRPCClientError.from(new TypeError('fetch failed')))).toBe(true);
+    expect(isNetworkError(TRPCClientError.from(new DOMException('aborted', 'AbortError')))).toBe(false);
+    expect(isNetworkError({ name: 'TRPCClientError', data: { code: 'BAD_GATEWAY' } })).toBe(false);
+    expect(isNetworkError({ name: 'TRPCClientError', meta: { response: { status: 502 } } })).toBe(false);
+    expect(isNetworkError({ name: 'TRPCClientError' })).toBe(true);
   });
 
   it('names the reason and the status', () => {
