@@ -157,6 +157,59 @@ describe('lease renewal', () => {
   });
 });
 
+describe('renewal ends with the run', () => {
+  it.each([
+    ['completes', async () => ({ result: 'done', response: output('"done"') })],
+    [
+      'throws',
+      async () => {
+        throw new Error('adapter bug');
+      },
+    ],
+  ])('no renewal is sent after a run that %s', async (_how, body) => {
+    const leaseSeconds = 0.3;
+    const request = newRequest();
+    let renewals = 0;
+    const observed: IdempotencyStore<unknown> = {
+      ...store,
+      renewLease: async (key, owner, seconds) => {
+        renewals += 1;
+        return (await store.renewLease?.(key, owner, seconds)) === true;
+      },
+    };
+    await handleExternal(observed, resolveOptions({ leaseSeconds }), request, async () => {
+      await waitUntil(() => renewals > 0);
+      return body();
+    }).catch(() => null);
+    const afterRun = renewals;
+    // Several renewal periods (0.1 s each) later, a timer left running would have sent more.
+    await databaseClockAdvances(0.5);
+    expect(renewals).toBe(afterRun);
+  });
+});
+
+describe('a waiting duplicate whose owner dies', () => {
+  it("takes the key over as soon as the owner's lease ends, and runs the procedure itself", async () => {
+    const options = resolveOptions({ leaseSeconds: 0.2, waitForInFlightMs: 120_000 });
+    const request = newRequest();
+    const resume = deferred();
+    // The first owner freezes (no renewal, as if SIGSTOPped) and only resumes after the takeover.
+    const first = handleExternal(storeWithoutRenewal, options, request, async () => {
+      await resume.promise;
+      return { result: 'first', response: output('"first"') };
+    }).catch((error: unknown) => error);
+    await waitUntil(async () => (await store.find(request)) !== null);
+    const duplicate = await handleExternal(storeWithoutRenewal, options, request, async () => ({
+      result: 'duplicate',
+      response: output('"duplicate"'),
+    }));
+    resume.resolve();
+    expect(duplicate).toEqual({ kind: 'executed', result: 'duplicate' });
+    expect(await first).toMatchObject({ code: IdempotencyErrorCode.leaseLost });
+    expect(await store.find(request)).toMatchObject({ state: 'completed', response: output('"duplicate"') });
+  });
+});
+
 describe('a run that lost its lease (a zombie)', () => {
   const leaseSeconds = 0.2;
   const options = resolveOptions({ leaseSeconds });
