@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveOptions } from '../src/core/config.ts';
-import { handleTransactional, type IdempotentRequest } from '../src/core/handler.ts';
+import { handleTransactional, type IdempotentRequest, runUnkeyedTransactional } from '../src/core/handler.ts';
 import {
   fingerprintRequest,
   IdempotencyError,
@@ -15,7 +15,7 @@ import {
   type StoredResponse,
 } from '../src/index.ts';
 import { createPrismaIdempotencyStore } from '../src/prisma/index.ts';
-import { connectWithOwnTable, uniqueScope, waitUntil } from './support/db.ts';
+import { connectWithOwnTable, uniqueScope, uniqueTableName, waitUntil } from './support/db.ts';
 
 type PrismaStore = ReturnType<typeof createPrismaIdempotencyStore<Database>>;
 let db: Database;
@@ -187,5 +187,43 @@ describe('replays and the afterComplete hook', () => {
       },
     });
     expect(completions).toBe(1);
+  });
+});
+
+describe('an unkeyed request let through (missingKey: passthrough)', () => {
+  async function effectsTable(): Promise<string> {
+    const table = uniqueTableName('unkeyed_effects');
+    await db.$executeRawUnsafe(`create table "${table}" (note text not null)`);
+    return table;
+  }
+  const count = async (table: string) =>
+    (await db.$queryRawUnsafe<Array<{ n: number }>>(`select count(*)::int as n from "${table}"`))[0]?.n;
+
+  it.each([
+    ['a success keeps its writes', output('"ok"'), 1],
+    ['a business error rolls its writes back', declined, 0],
+    ['a transient failure rolls its writes back', null, 0],
+  ])('%s', async (_case, response, rowsAfter) => {
+    const table = await effectsTable();
+    const result = await runUnkeyedTransactional(store, options, async (tx) => {
+      await tx.$executeRawUnsafe(`insert into "${table}" (note) values ('effect')`);
+      return { result: 'the result', response };
+    });
+    expect(result).toBe('the result');
+    expect(await count(table)).toBe(rowsAfter);
+  });
+
+  it('a run that throws rejects with its error and rolls its writes back', async () => {
+    const table = await effectsTable();
+    const failure = new Error('adapter bug');
+    expect(
+      await caught(
+        runUnkeyedTransactional(store, options, async (tx) => {
+          await tx.$executeRawUnsafe(`insert into "${table}" (note) values ('effect')`);
+          throw failure;
+        }),
+      ),
+    ).toBe(failure);
+    expect(await count(table)).toBe(0);
   });
 });
