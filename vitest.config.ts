@@ -20,5 +20,21 @@ export default defineConfig({
     setupFiles: ['tests/setup/env.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
+    projects: [
+      { extends: true, test: { name: 'default' } },
+      {
+        // The library's database-free tests again, in a zone that is not UTC: a local-time reading of an HTTP
+        // date (or any date meant as UTC) passes on a UTC machine and fails here.
+        test: {
+          name: 'new-york',
+          include: [
+            'packages/idempotency/test/{canonical-json,client-link,client-retry-policy,config,fingerprint,key,payload-equals,properties-model}.test.ts',
+            'packages/idempotency/test/react-*.test.ts',
+          ],
+          env: { TZ: 'America/New_York' },
+          setupFiles: ['tests/setup/time-zone.ts'],
+        },
+      },
+    ],
   },
 });

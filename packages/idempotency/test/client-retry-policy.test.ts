@@ -6,6 +6,8 @@ import {
   classifyFailure,
   httpStatusOf,
   idempotencyHeaders,
+  isAbortError,
+  isNetworkError,
   parseRetryAfter,
   retryReasonOf,
 } from '../src/client/index.ts';
@@ -62,6 +64,15 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter(new Date(now + 3000).toUTCString(), now)).toBe(3000);
     expect(parseRetryAfter('Thursday, 15-Jan-26 12:00:05 GMT', now)).toBe(5000);
     expect(parseRetryAfter('Thu Jan 15 12:00:04 2026', now)).toBe(4000);
+  });
+
+  it('reads asctime as GMT whatever the machine’s zone (the new-york test project runs this too)', () => {
+    // asctime carries no zone; HTTP dates are always GMT (RFC 9110 §5.6.7). Read as local time, this is 5 h off
+    // in New York, and the cap turns it into 30 s.
+    expect(parseRetryAfter('Thu Jan 15 12:00:09 2026', now)).toBe(9000);
+    expect(parseRetryAfter('Sun Nov  6 08:49:37 1994', Date.UTC(1994, 10, 6, 8, 49, 30))).toBe(7000);
+    // Already zoned forms are never given a second zone.
+    expect(parseRetryAfter('Thu, 15 Jan 2026 12:00:09 GMT', now)).toBe(9000);
   });
 
   it('gives 0 for a date in the past', () => {
@@ -156,6 +167,41 @@ describe('classifyFailure', () => {
 
   it.each(table)('%s → %s', (_name, error, expected) => {
     expect(classifyFailure(error)).toBe(expected);
+  });
+
+  it('retries every 5xx up to 599 and nothing above it', () => {
+    expect(retryReasonOf(httpError(500, 'INTERNAL_SERVER_ERROR'))).toBe('server-error');
+    expect(retryReasonOf({ data: { httpStatus: 599 } })).toBe('server-error');
+    expect(retryReasonOf({ data: { httpStatus: 600 } })).toBeUndefined();
+    expect(retryReasonOf({ data: { httpStatus: 499 } })).toBeUndefined();
+  });
+
+  it('names the reason for a code without a status', () => {
+    expect(retryReasonOf({ data: { code: 'CONFLICT' } })).toBe('in-progress');
+    expect(retryReasonOf({ data: { code: 'TOO_MANY_REQUESTS' } })).toBe('throttled');
+    expect(retryReasonOf({ data: { code: 'BAD_GATEWAY' } })).toBe('server-error');
+    expect(retryReasonOf(httpError(429, 'TOO_MANY_REQUESTS'))).toBe('throttled');
+  });
+
+  it('never retries an abort, whatever status or code it carries', () => {
+    expect(retryReasonOf({ name: 'AbortError', data: { httpStatus: 503 } })).toBeUndefined();
+    expect(retryReasonOf({ name: 'TimeoutError', data: { code: 'CONFLICT' } })).toBeUndefined();
+  });
+
+  it('finds an abort up to two causes deep, no deeper', () => {
+    const abort = { name: 'AbortError' };
+    expect(isAbortError(abort)).toBe(true);
+    expect(isAbortError({ name: 'TRPCClientError', cause: { cause: abort } })).toBe(true);
+    expect(isAbortError({ name: 'TRPCClientError', cause: { cause: { cause: abort } } })).toBe(false);
+    expect(isAbortError(new Error('fetch failed', { cause: new Error('reset') }))).toBe(false);
+  });
+
+  it('a network error is one with no response at all: not an abort, not one with data or a Response', () => {
+    expect(isNetworkError(TRPCClientError.from(new TypeError('fetch failed')))).toBe(true);
+    expect(isNetworkError(TRPCClientError.from(new DOMException('aborted', 'AbortError')))).toBe(false);
+    expect(isNetworkError({ name: 'TRPCClientError', data: { code: 'BAD_GATEWAY' } })).toBe(false);
+    expect(isNetworkError({ name: 'TRPCClientError', meta: { response: { status: 502 } } })).toBe(false);
+    expect(isNetworkError({ name: 'TRPCClientError' })).toBe(true);
   });
 
   it('names the reason and the status', () => {

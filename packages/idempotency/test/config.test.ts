@@ -75,8 +75,21 @@ describe('resolveOptions', () => {
     ['waitForInFlightMs = NaN', { waitForInFlightMs: Number.NaN }],
     ['waitForInFlightMs = Infinity', { waitForInFlightMs: Number.POSITIVE_INFINITY }],
     ['missingKey = "allow" (not a policy)', { missingKey: 'allow' as never }],
-  ])('rejects %s with a RangeError', (_name, layer) => {
+    ['maxInFlightPerScope = 0', { maxInFlightPerScope: 0 }],
+    ['maxInFlightPerScope = 1.5', { maxInFlightPerScope: 1.5 }],
+    ['maxInFlightPerScope = NaN', { maxInFlightPerScope: Number.NaN }],
+  ])('rejects %s with a RangeError that names the option and the value', (_name, layer) => {
+    const [option, value] = Object.entries(layer)[0] ?? [];
     expect(() => resolveOptions(layer)).toThrow(RangeError);
+    expect(() => resolveOptions(layer)).toThrow(`${option} must be`);
+    expect(() => resolveOptions(layer)).toThrow(`got ${String(value)}`);
+  });
+
+  it('accepts maxInFlightPerScope = 1 (one key in flight per principal) and Infinity (no cap)', () => {
+    expect(resolveOptions({ maxInFlightPerScope: 1 }).maxInFlightPerScope).toBe(1);
+    expect(resolveOptions({ maxInFlightPerScope: Number.POSITIVE_INFINITY }).maxInFlightPerScope).toBe(
+      Number.POSITIVE_INFINITY,
+    );
   });
 
   it('validates the merged result, whichever layer the bad value comes from', () => {

@@ -76,6 +76,13 @@ describe('fingerprintRequest', () => {
     expect(fingerprintRequest(path, { n: 10, s: 'ok', self: {} })).toMatch(/^[0-9a-f]{64}$/);
   });
 
+  it('refuses a function or a Symbol as the input with a TypeError (it has no JSON form at all)', () => {
+    for (const input of [() => 1, Symbol('input')]) {
+      expect(() => fingerprintRequest(path, input)).toThrow(TypeError);
+      expect(() => fingerprintRequest(path, input)).toThrow('cannot be represented as canonical JSON');
+    }
+  });
+
   it('is the hash of canonicalize({ path, input }), byte for byte (stored fingerprints stay valid)', () => {
     for (const input of [{ b: [1, { y: 2, x: 'é' }], a: null }, [true], 'text', 0, null, { s: '\u2028"' }]) {
       const expected = createHash('sha256')

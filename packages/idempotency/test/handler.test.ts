@@ -62,7 +62,8 @@ describe('handleExternal', () => {
       response: output('"r1"'),
     });
     expect(runs).toBe(1);
-    expect((await store.find(request))?.replayCount).toBe(1);
+    // Counted off the request path (not awaited): wait for it.
+    await waitUntil(async () => (await store.find(request))?.replayCount === 1);
   });
 
   it('a run that throws releases the key and rethrows; the retry runs', async () => {

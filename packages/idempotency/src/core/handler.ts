@@ -300,24 +300,19 @@ function renewLeaseWhileRunning(
 ): () => void {
   const renew = store.renewLease?.bind(store);
   if (!renew) return () => {};
-  let stopped = false;
   const timer = setInterval(
     () => {
-      if (stopped) return;
       renew(request, owner, leaseSeconds)
         .then((held) => {
-          if (!held) stop();
+          // Taken over: no renewal can win the key back, so stop trying.
+          if (!held) clearInterval(timer);
         })
         .catch(() => {});
     },
     Math.max(100, (leaseSeconds * 1000) / 3),
   );
   timer.unref?.();
-  const stop = () => {
-    stopped = true;
-    clearInterval(timer);
-  };
-  return stop;
+  return () => clearInterval(timer);
 }
 
 /** The response a duplicate gets, or the 422 / 409 that explains why it gets none. */
