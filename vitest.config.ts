@@ -10,18 +10,23 @@ export default defineConfig({
     },
   },
   test: {
-    include: [
-      '{apps,packages,examples}/*/test/**/*.test.ts',
-      'tests/integration/**/*.test.ts',
-      'tests/faults/**/*.test.ts',
-      'tests/adversarial/**/*.test.ts',
-    ],
     globalSetup: ['tests/setup/database.ts'],
     setupFiles: ['tests/setup/env.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     projects: [
-      { extends: true, test: { name: 'default' } },
+      {
+        extends: true,
+        test: {
+          name: 'default',
+          include: [
+            '{apps,packages,examples}/*/test/**/*.test.ts',
+            'tests/integration/**/*.test.ts',
+            'tests/faults/**/*.test.ts',
+            'tests/adversarial/**/*.test.ts',
+          ],
+        },
+      },
       {
         // The library's database-free tests again, in a zone that is not UTC: a local-time reading of an HTTP
         // date (or any date meant as UTC) passes on a UTC machine and fails here.
