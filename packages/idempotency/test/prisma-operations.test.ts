@@ -325,6 +325,37 @@ describe('deleting expired keys', () => {
     await expect(ops.deleteExpired({ batchSize: 0 })).rejects.toThrow(RangeError);
   });
 
+  it('on a pool of ONE connection: each batch transaction holds it, so nothing in a batch may need another', async () => {
+    // The worker's cleanup and the P6 bench run on small pools; a query outside the batch's transaction (the
+    // first batch's partitioned-table check once was one) would wait for the connection its own transaction
+    // holds, until the transaction timed out, and no batch would ever commit.
+    const single = await connectWithOwnTable(1);
+    try {
+      const ops = createIdempotencyKeyOperations(single);
+      for (let i = 0; i < 4; i += 1)
+        await single.$executeRawUnsafe(
+          `insert into idempotency_keys (scope, procedure, key, fingerprint, state, response, http_status,
+             lease_owner, locked_until, expires_at)
+           values ($1, 'test.ops', $2, repeat('f', 64), ${shapes.expiredCompleted})`,
+          uniqueScope(),
+          randomUUID(),
+        );
+      const batches: number[] = [];
+      const result = await ops.deleteExpired({
+        batchSize: 3,
+        batchTimeoutMs: 5_000,
+        onBatch: async (tx, deleted) => {
+          await tx.$queryRawUnsafe('select 1');
+          batches.push(deleted);
+        },
+      });
+      expect(result).toEqual({ deleted: 4, batches: 2 });
+      expect(batches).toEqual([3, 1]);
+    } finally {
+      await single.$disconnect();
+    }
+  });
+
   it('the store and the operations share one table: what the store claims, the operations see', async () => {
     const store = createPrismaIdempotencyStore(db);
     const ref = { scope: uniqueScope(), procedure: 'test.ops', key: randomUUID() };

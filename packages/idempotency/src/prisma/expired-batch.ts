@@ -13,13 +13,15 @@ export type ExpiredBatchDelete = (on: SqlExecutor, batchSize: number) => Promise
  * would delete the same slot in every partition, live keys included. Partitioning this table is not supported
  * (a range on time also breaks the primary key: docs/SCALING.md), so the delete refuses one, checked once.
  */
-export function expiredBatchDelete(db: SqlExecutor, tableName: string): ExpiredBatchDelete {
+export function expiredBatchDelete(tableName: string): ExpiredBatchDelete {
   const table = quoteTable(tableName);
   let partitionCheck: Promise<void> | null = null;
-  function refusePartitionedTable(): Promise<void> {
+  // The check runs on the batch's own executor: inside a batch transaction, a query on another connection would
+  // wait for the pool while the transaction holds it (with a pool of one, until the transaction times out).
+  function refusePartitionedTable(on: SqlExecutor): Promise<void> {
     if (partitionCheck) return partitionCheck;
     const check = Promise.resolve(
-      db.$queryRawUnsafe<Array<{ relkind: string }>>(
+      on.$queryRawUnsafe<Array<{ relkind: string }>>(
         'select relkind::text as relkind from pg_class where oid = $1::regclass',
         table,
       ),
@@ -36,7 +38,7 @@ export function expiredBatchDelete(db: SqlExecutor, tableName: string): ExpiredB
   }
 
   return async (on, batchSize) => {
-    await refusePartitionedTable();
+    await refusePartitionedTable(on);
     // SKIP LOCKED: two cleanups running at once split the work instead of waiting on each other.
     return on.$executeRawUnsafe(
       `delete from ${table} where ctid in (

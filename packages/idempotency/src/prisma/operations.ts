@@ -217,7 +217,7 @@ export function createIdempotencyKeyOperations<TClient extends PrismaClientLike>
 ): IdempotencyKeyOperations<PrismaTransactionLike<TClient>> {
   const tableName = options.table ?? DEFAULT_IDEMPOTENCY_TABLE;
   const table = quoteTable(tableName);
-  const deleteBatch = expiredBatchDelete(db, tableName);
+  const deleteBatch = expiredBatchDelete(tableName);
   const byKey = 'k.scope = $1 and k.procedure = $2 and k.key = $3';
 
   async function findKeys(filter?: KeyFilter, { limit = 50, order = 'newest' }: FindKeysOptions = {}) {

@@ -81,7 +81,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
 ): IdempotencyStore<PrismaTransactionLike<TClient>> {
   const tableName = options.table ?? DEFAULT_IDEMPOTENCY_TABLE;
   const table = quoteTable(tableName);
-  const deleteExpired = expiredBatchDelete(db, tableName);
+  const deleteExpired = expiredBatchDelete(tableName);
   const where = 'scope = $1 and procedure = $2 and key = $3';
   const keyParams = (key: RecordKey) => [key.scope, key.procedure, key.key];
   const on = (tx?: SqlExecutor): SqlExecutor => tx ?? db;
