@@ -13,9 +13,10 @@ export interface CurvePoint {
 const xml = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 
 export function svgChart(figures: Figure[], curve: CurvePoint[], title: string): string {
-  const width = 820;
+  const width = 900;
   const rowHeight = 44;
-  const left = 290;
+  // Wide enough for the longest label at 13 px ("peers: Idem on bare tRPC ÷ the same route unprotected").
+  const left = 370;
   const barWidth = 400;
   const top = 48;
   const barsHeight = top + figures.length * rowHeight;
