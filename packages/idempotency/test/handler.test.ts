@@ -248,13 +248,18 @@ describe('handleTransactional: the completed read beside the transaction (findCo
       response: output('"first"'),
     }));
   };
-  /** The real store whose transactions wait for `gate` before they start. */
+  /** The real store, with its completed read on (off by default), whose transactions wait for `gate`. */
   const gatedTransactions = (gate: Promise<void>): IdempotencyStore<unknown> => ({
-    ...(store as IdempotencyStore<unknown>),
+    ...(createPrismaIdempotencyStore(db, { completedRead: true }) as IdempotencyStore<unknown>),
     transaction: async (fn, transactionOptions) => {
       await gate;
       return (store as IdempotencyStore<unknown>).transaction(fn, transactionOptions);
     },
+  });
+
+  it('is off by default on the Prisma store, on with completedRead: true', () => {
+    expect(createPrismaIdempotencyStore(db).findCompleted).toBeUndefined();
+    expect(createPrismaIdempotencyStore(db, { completedRead: true }).findCompleted).toBeTypeOf('function');
   });
 
   it('answers a duplicate of a finished request before its transaction has even started', async () => {

@@ -4,7 +4,6 @@
  * `{"ready": <port>}` on stdout once it listens on 127.0.0.1; stops on SIGTERM / SIGINT.
  */
 import { createPrismaClient } from '@idem/db';
-import { idempotencyStatementName } from '@idem/idempotency/prisma';
 import { closeServer, listen } from './http.ts';
 import { type ServerName, serverNames } from './server-names.ts';
 import { startExpressIdempotency } from './servers/express-idempotency.ts';
@@ -35,9 +34,6 @@ async function main() {
   const db = createPrismaClient({
     connectionString: required('DATABASE_URL'),
     max: Number(process.env.BENCH_PEERS_POOL ?? 10),
-    // As the app configures it: names Idem's statements only (prepared once per connection), so the other
-    // contenders' SQL is sent exactly as before.
-    statementName: idempotencyStatementName,
   });
   const started = await starters[name as ServerName]({
     db,
