@@ -1,6 +1,9 @@
 /**
- * The storage contract. The guarantee rests on the store's unique index on (scope, procedure, key):
- * `claim` must be ONE atomic statement (INSERT … ON CONFLICT), never a read followed by a write.
+ * The storage contract. The guarantee rests on the store's unique index on (scope, procedure, key): the
+ * decision "this request owns the key" must be the engine's own atomic insert on that index (Postgres and
+ * SQLite: INSERT … ON CONFLICT DO NOTHING; MariaDB: INSERT IGNORE), never a read followed by a write. What a
+ * store does after a failed insert (read the live record, take over an expired one with a guarded UPDATE)
+ * decides nothing the index has not already decided.
  */
 import type { IdempotencyRecord, RecordKey, StoredResponse } from './record.ts';
 
