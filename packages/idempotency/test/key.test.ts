@@ -86,6 +86,23 @@ describe('parseIdempotencyKey: rejected values', () => {
     expect(error.message).toMatch(/Idempotency-Key/);
   });
 
+  // The reason is the part of the message that tells the client what it did wrong.
+  it.each([
+    ['empty', '', /: it is empty\./],
+    ['whitespace only', ' \t ', /: it is empty\./],
+    ['an empty sf-string', '""', /: it is empty\./],
+    ['too long', 'k'.repeat(300), /: it is 300 characters long\./],
+    ['non-ASCII', 'clé', /: it contains non-printable or non-ASCII characters\./],
+    ['a folded list of bare values', 'a, b', /: it is a list \(was the header sent twice\?\)\./],
+    ['an sf list', '"a", "b"', /: it is not a single quoted string \(was the header sent twice\?\)\./],
+    ['an sf-string with a parameter', '"a";x=1', /: parameters are not allowed\./],
+  ])('%s: the message gives its own reason and what to send instead', (_name, header, reason) => {
+    const { message } = rejection(header);
+    expect(message).toMatch(reason);
+    expect(message).toMatch(/^The Idempotency-Key header is malformed: /);
+    expect(message).toMatch(/ Send 1–255 printable ASCII characters\.$/);
+  });
+
   it.each([
     ['null', null],
     ['undefined', undefined],
@@ -94,6 +111,9 @@ describe('parseIdempotencyKey: rejected values', () => {
     expect(error.code).toBe(IdempotencyErrorCode.missingKey);
     expect(error.code).toBe('idempotency_key_missing');
     expect(error.httpStatus).toBe(400);
+    expect(error.message).toBe(
+      'This operation requires an Idempotency-Key header (a UUID per intent, reused on every retry).',
+    );
   });
 
   it('a header set twice reaches the parser folded into a list, and is rejected', () => {

@@ -11,8 +11,8 @@ import { malformedKeyError, missingKeyError } from './errors.ts';
 export function parseIdempotencyKey(headerValue: string | null | undefined): string {
   if (headerValue === null || headerValue === undefined) throw missingKeyError();
   const trimmed = headerValue.trim();
-  if (trimmed.length === 0) throw malformedKeyError('it is empty');
   const key = trimmed.startsWith('"') ? parseStructuredString(trimmed) : trimmed;
+  // One check for both empty forms: a blank header and an empty sf-string ("").
   if (key.length === 0) throw malformedKeyError('it is empty');
   if (key.length > MAX_KEY_LENGTH) throw malformedKeyError(`it is ${key.length} characters long`);
   if (!isPrintableAscii(key)) throw malformedKeyError('it contains non-printable or non-ASCII characters');
@@ -30,6 +30,7 @@ function parseStructuredString(value: string): string {
     throw malformedKeyError('it is not a single quoted string (was the header sent twice?)');
   }
   const [bareItem, parameters] = item;
+  // A value that starts with a quote parses as a string or not at all; the check narrows the type.
   if (typeof bareItem !== 'string') throw malformedKeyError('it is not a string');
   if (parameters.size > 0) throw malformedKeyError('parameters are not allowed');
   return bareItem;
