@@ -59,10 +59,15 @@ export function summaryMarkdown(figures: Figure[], context: string): string {
       const unit = f.unit ? ` ${f.unit}` : '';
       const before = f.before === undefined ? '–' : `${formatValue(f.before)}${unit}`;
       const met = f.target === 'info' ? '–' : f.met ? 'yes' : '**no**';
-      return `| ${f.label} | ${before} | **${formatValue(f.value)}${unit}** | ${f.target} | ${met} | ${f.detail} |`;
+      return `| ${f.label} | ${before} | **${formatValue(f.value)}${unit}** | ${f.target} | ${met} | ${tableCell(f.detail)} |`;
     }),
   ];
   return lines.join('\n');
+}
+
+/** A detail as one Markdown table cell: a section's failure message may span lines or hold a pipe. */
+export function tableCell(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').replaceAll('|', '\\|');
 }
 
 /** Replaces the generated block of docs/BENCHMARKS.md (or adds it after the title when it is missing). */
