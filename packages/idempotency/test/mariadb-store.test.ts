@@ -16,7 +16,7 @@ import {
   mariadbIdempotencyKeysSchema,
   type PrismaTransactionLike,
 } from '../src/mariadb/index.ts';
-import { uniqueTableName, waitUntil } from './support/db.ts';
+import { sleep, uniqueTableName, waitUntil } from './support/db.ts';
 import { connectMariadbWithOwnTable, type MariadbWithOwnTable } from './support/mariadb.ts';
 import {
   claimHeldOpen,
@@ -275,6 +275,9 @@ describe('cleanup (MariaDB)', () => {
       const rowLock = (key: string) =>
         `SELECT 1 FROM \`${table}\` WHERE scope = 'cleanup' AND \`procedure\` = 'expiredCompleted' AND \`key\` = '${key}' FOR UPDATE`;
       const lockWaits = async () => {
+        // InnoDB refreshes INNODB_TRX only when it has not been read for 0.1 s: polled faster, it stays as it was
+        // at the first read (before the cleanup waited) and the wait is never seen. Poll slower than that.
+        await sleep(150);
         const [row] = await db.$queryRawUnsafe<Array<{ n: bigint }>>(
           "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?",
           `%${table}%`,
