@@ -549,7 +549,8 @@ export function describeStoreContract<TTx>(
       });
 
       it('through the handler: a duplicate that outwaits the lock bound is a 409 in progress, not a 500', async () => {
-        const options = resolveOptions({ lockTimeoutMs: 1_000 });
+        // A short bound (MariaDB rounds it up to its 1 s minimum).
+        const options = resolveOptions({ lockTimeoutMs: 300 });
         const request = claimRequest();
         const holding = deferred();
         const claimed = deferred();
