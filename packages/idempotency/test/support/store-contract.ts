@@ -714,11 +714,13 @@ export function describeStoreContract<TTx>(
           await seed(table, 'expiredCompleted', 1_500);
           await seed(table, 'expiredLiveLease', 50);
           await seed(table, 'liveCompleted', 50);
+          // The claims are sent first, then the cleanups: each key's claim races the batch that holds its row.
+          const claims = claimsOfExpiredKeys(privateStore);
           const [a, b, c, ...claimed] = await Promise.all([
             cleanupExpiredKeys(privateStore, { batchSize: 100 }),
             cleanupExpiredKeys(privateStore, { batchSize: 100 }),
             cleanupExpiredKeys(privateStore, { batchSize: 100 }),
-            ...claimsOfExpiredKeys(privateStore),
+            ...claims,
           ]);
           // Every claim owns its key, whether it took over the expired row or inserted after cleanup deleted it.
           expect(claimed.every((result) => result.claimed)).toBe(true);
