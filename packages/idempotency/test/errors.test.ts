@@ -23,7 +23,7 @@ import {
   unstableScopeError,
 } from '../src/core/errors.ts';
 import { IdempotencyError, IdempotencyErrorCode, unstableScope } from '../src/index.ts';
-import { createPrismaIdempotencyStore } from '../src/prisma/index.ts';
+import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../src/prisma/index.ts';
 import { createIdempotency } from '../src/trpc/index.ts';
 import { connectWithOwnTable, uniqueScope } from './support/db.ts';
 import { keyRows, requestContext, type TestContext, trpcFailure } from './support/trpc.ts';
@@ -114,7 +114,7 @@ describe('refusals only the tRPC adapter makes', () => {
   const UNSTABLE = 'minted-for-this-request';
   function setup() {
     const t = initTRPC.context<TestContext>().create({ transformer: superjson, isDev: false });
-    const idempotency = createIdempotency<TestContext>({
+    const idempotency = createIdempotency<TestContext, PrismaTransactionLike<Database>>({
       store: createPrismaIdempotencyStore(db),
       transformer: superjson,
       // A guest session created by this very request: a retry would arrive as someone else.
