@@ -47,9 +47,21 @@ test('an old intent whose payment went through: the form shows its order and sen
 
   await ageIntentByTwoDays(page);
   const placeOrderRequests = countPlaceOrderRequests(page);
+  const intentChecks: Array<{ method: string; url: string; body: string | null }> = [];
+  page.on('request', (request) => {
+    if (request.url().includes('orders.forIntent'))
+      intentChecks.push({ method: request.method(), url: request.url(), body: request.postData() });
+  });
   await page.reload();
 
   await expect(page.getByTestId('payment-expired')).toBeVisible();
+  // The check carries the payment's payload (the receipt email): in a POST body, never in the URL.
+  expect(intentChecks.length).toBeGreaterThanOrEqual(1);
+  for (const check of intentChecks) {
+    expect(check.method).toBe('POST');
+    expect(check.url).not.toContain('shopper');
+    expect(check.body).toContain('shopper@example.com');
+  }
   await expect(page.getByTestId('expired-intent-order').getByRole('link')).toHaveAttribute(
     'href',
     `/orders/${orderId}`,

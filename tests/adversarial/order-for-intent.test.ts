@@ -9,8 +9,9 @@ import { demoUsers } from '@idem/dev-db/seed-data';
 import { createProviderClient } from '@idem/payments';
 import { startProvider } from '@idem/provider';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTrpcHandler } from '~/app/api/trpc/handler';
 import { db } from '~/server/db';
-import { createCaller } from '~/server/root';
+import { appRouter, createCaller } from '~/server/root';
 import { createTRPCContext } from '~/server/trpc';
 
 const [alice, bob] = demoUsers;
@@ -104,5 +105,39 @@ describe('orders.forIntent', () => {
     expect(
       await codeOf(caller.orders.forIntent({ key: crypto.randomUUID(), payload: { email: '\ud800' } })),
     ).toBe('BAD_REQUEST');
+  });
+});
+
+describe('orders.forIntent over HTTP: its input (the receipt email) never travels in a URL', () => {
+  const handler = createTrpcHandler(appRouter);
+  const url = 'http://localhost/api/trpc/orders.forIntent';
+  const auth = { authorization: `Bearer ${alice?.token}` };
+
+  it('a GET is refused with 405; the same query as POST answers', async () => {
+    const key = crypto.randomUUID();
+    const placed = await callerAs(alice?.token, key).checkout.placeOrder(payload);
+    // superjson's wire form of plain JSON: { json } and no meta.
+    const input = JSON.stringify({ json: { key, payload } });
+
+    const get = await handler(new Request(`${url}?input=${encodeURIComponent(input)}`, { headers: auth }));
+    expect(get.status).toBe(405);
+    expect(await get.text()).toMatch(/send it as POST, not in the URL/);
+
+    const post = await handler(
+      new Request(url, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: input,
+      }),
+    );
+    expect(post.status).toBe(200);
+    expect(await post.json()).toEqual({
+      result: { data: { json: { order: { id: placed.id, status: 'paid' } } } },
+    });
+  });
+
+  it('control: the other queries keep GET (orders.list answers a GET with 200)', async () => {
+    const list = await handler(new Request('http://localhost/api/trpc/orders.list', { headers: auth }));
+    expect(list.status).toBe(200);
   });
 });

@@ -26,6 +26,8 @@ export interface CreateContextOptions {
   isBatch?: boolean;
   /** True when the response is streamed (`trpc-accept: application/jsonl`, httpBatchStreamLink). */
   isStreamed?: boolean;
+  /** The HTTP request's method; absent for server-side callers (no URL to leak anything into). */
+  httpMethod?: string;
   deps?: Partial<ContextDeps>;
 }
 
@@ -59,6 +61,7 @@ export async function createTRPCContext(options: CreateContextOptions) {
     resHeaders: options.resHeaders,
     isBatch: options.isBatch ?? false,
     isStreamed: options.isStreamed ?? false,
+    httpMethod: options.httpMethod ?? null,
   };
 }
 export type Context = Awaited<ReturnType<typeof createTRPCContext>>;
@@ -113,6 +116,21 @@ export const principalProcedure = publicProcedure.use(({ ctx, next }) => {
     });
   }
   return next({ ctx: { principal: ctx.principal } });
+});
+
+/**
+ * A query whose input is private (an email address, a card token): sent as POST, never as GET, whose input
+ * would travel in the URL — into access logs, proxies and the browser's history. The client sends it with
+ * `methodOverride: 'POST'` (src/trpc/react.tsx); a GET of it is refused with 405 before it is read further.
+ */
+export const privateInputProcedure = principalProcedure.use(({ ctx, next }) => {
+  if (ctx.httpMethod === 'GET') {
+    throw new TRPCError({
+      code: 'METHOD_NOT_SUPPORTED',
+      message: 'This query takes private input: send it as POST, not in the URL.',
+    });
+  }
+  return next();
 });
 
 /**

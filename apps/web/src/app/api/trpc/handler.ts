@@ -49,7 +49,10 @@ export function createTrpcHandler<TRouter extends AppContextRouter>(
           resHeaders,
           isBatch: info.calls.length > 1,
           isStreamed: info.accept === 'application/jsonl',
+          httpMethod: req.method,
         }),
+      // Queries may come as POST (`privateInputProcedure`: their input must not be in a URL).
+      allowMethodOverride: true,
       // A streamed response that calls an idempotent procedure: HTTP 400, like the refusal inside it.
       responseMeta: (opts) => idempotency.streamedResponseMeta(opts),
       // Every 5xx: one log line with the real cause, under the id its (generic) response body carries.
