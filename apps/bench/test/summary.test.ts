@@ -11,7 +11,8 @@ describe('summaryMarkdown', () => {
       target: '≤ 50 ms',
       bound: 50,
       upper: true,
-      detail: 'kept from the last run; this run failed:\nInvalid `prisma.$executeRawUnsafe()` invocation:\n\n\nA | B',
+      detail:
+        'kept from the last run; this run failed:\nInvalid `prisma.$executeRawUnsafe()` invocation:\n\n\nA | B',
     });
     const rows = summaryMarkdown([failed], 'context').split('\n').slice(2);
     expect(rows).toHaveLength(3); // header, rule, the one figure
