@@ -3,9 +3,12 @@
  * front of a real tRPC router served by `fetchRequestHandler`, which emulates the idempotency contract.
  */
 import { randomUUID } from 'node:crypto';
-import { createTRPCClient, type TRPCClientError } from '@trpc/client';
-import { describe, expect, expectTypeOf, it, vi } from 'vitest';
+import { getEventListeners } from 'node:events';
+import { createTRPCClient, TRPCClientError, type TRPCLink } from '@trpc/client';
+import { observable } from '@trpc/server/observable';
+import { afterEach, beforeEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
 import {
+  abortableSleep,
   classifyFailure,
   type IdempotentProcedurePath,
   type IdempotentRetryLinkOptions,
@@ -43,6 +46,29 @@ async function failure(promise: Promise<unknown>): Promise<TRPCClientError<FakeS
     return error as TRPCClientError<FakeShopRouter>;
   }
   throw new Error('expected the call to fail');
+}
+
+/**
+ * Whether `promise` has settled once every callback already due has run (microtasks, then one turn of the event
+ * loop): tells "ended at once" from "still waiting" without measuring time.
+ */
+async function stateNow(promise: Promise<unknown>): Promise<'resolved' | 'rejected' | 'pending'> {
+  const pending = new Promise<'pending'>((resolve) => setImmediate(() => resolve('pending')));
+  return Promise.race([
+    promise.then(
+      () => 'resolved' as const,
+      () => 'rejected' as const,
+    ),
+    pending,
+  ]);
+}
+
+/** A terminating link whose every request fails with `error`, as a transport other than fetch may. */
+function failingLink(error: unknown): TRPCLink<FakeShopRouter> {
+  return () => () =>
+    observable((observer) => {
+      observer.error(error as TRPCClientError<FakeShopRouter>);
+    });
 }
 
 describe('idempotentRetryLink', () => {
@@ -304,5 +330,206 @@ describe('idempotentRetryLink', () => {
       logged.mockRestore();
     }
     expect(shop.requests).toHaveLength(2);
+  });
+});
+
+describe('idempotentRetryLink: what it reports, and an abort during the backoff', () => {
+  beforeEach(() => {
+    // Only the backoff's timer is faked; setImmediate (stateNow) and the fake shop's promises stay real.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** The fake shop behind the link with its default (timer) sleep; `retrying` resolves when a backoff starts. */
+  function waitingSetup(linkOptions: IdempotentRetryLinkOptions<FakeShopRouter> = {}) {
+    const shop = createFakeShop();
+    const client = createTRPCClient<FakeShopRouter>({
+      links: [
+        idempotentRetryLink<FakeShopRouter>({ random: () => 1, ...linkOptions }),
+        shop.terminatingLink(),
+      ],
+    });
+    const controller = new AbortController();
+    let backoffStarted: () => void = () => {};
+    const retrying = new Promise<void>((resolve) => {
+      backoffStarted = resolve;
+    });
+    const context = {
+      idempotencyKey: randomUUID(),
+      idempotencyObserver: (event: RetryLinkEvent) => {
+        if (event.type === 'retrying') backoffStarted();
+      },
+    };
+    shop.faults.push(503);
+    const call = client.checkout.placeOrder.mutate(anOrder, { signal: controller.signal, context });
+    return { shop, controller, call, retrying };
+  }
+
+  // The user leaves the checkout (or the app cancels) while the link waits out a 503's backoff: the call must end
+  // now, with the reason the app gave — not after the backoff, and without sending the order once more.
+  it('an abort during the backoff ends the call at once with its Error reason; the timer is cleared, no attempt follows', async () => {
+    const { shop, controller, call, retrying } = waitingSetup();
+    await retrying;
+    const reason = new Error('the user left the checkout');
+    controller.abort(reason);
+
+    expect(await stateNow(call)).toBe('rejected');
+    const error = await failure(call);
+    expect(error.cause).toBe(reason);
+    expect(vi.getTimerCount()).toBe(0);
+    // Had a timer survived the abort, running it now would send attempt 2.
+    vi.runAllTimers();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(shop.requests).toHaveLength(1);
+  });
+
+  // `controller.abort('navigated')` is legal: the app still gets an Error it can recognise as an abort (and
+  // that a retrying caller classifies as final), not a string thrown through tRPC.
+  it('an abort with a non-Error reason fails the call with an AbortError "Aborted"', async () => {
+    const { shop, controller, call, retrying } = waitingSetup();
+    await retrying;
+    controller.abort('navigated');
+
+    expect(await stateNow(call)).toBe('rejected');
+    const error = await failure(call);
+    expect(error.cause).toBeInstanceOf(Error);
+    expect(error.cause).toMatchObject({ name: 'AbortError', message: 'Aborted' });
+    expect(error.message).toBe('Aborted');
+    expect(classifyFailure(error)).toBe('final');
+    expect(shop.requests).toHaveLength(1);
+  });
+
+  // A custom `sleep` may resolve (instead of reject) when its signal aborts, as the option allows: the link
+  // must still end the call with the abort, not take the early wake-up as "time to send the next attempt".
+  it('a custom sleep that resolves early on abort: the call ends with the abort, nothing more is sent', async () => {
+    const sleep = (_ms: number, signal: AbortSignal) =>
+      new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    const { shop, controller, call, retrying } = waitingSetup({ sleep });
+    await retrying;
+    const reason = new Error('cancelled');
+    controller.abort(reason);
+
+    expect(await stateNow(call)).toBe('rejected');
+    expect((await failure(call)).cause).toBe(reason);
+    expect(shop.requests).toHaveLength(1);
+  });
+
+  // Over a transport without an HTTP Response (wsLink: the status is only in the error's data) a final error is
+  // still the server's answer: the observer hears `response` with its status, e.g. to show "card declined".
+  it('reports a final error known only by its status (no Response) as the server’s answer', async () => {
+    const declined = TRPCClientError.from({
+      error: { code: -32000, message: 'Card declined', data: { code: 'PAYMENT_REQUIRED', httpStatus: 402 } },
+    });
+    const events: RetryLinkEvent[] = [];
+    const client = createTRPCClient<FakeShopRouter>({
+      links: [idempotentRetryLink<FakeShopRouter>(), failingLink(declined)],
+    });
+    const context = {
+      idempotencyKey: randomUUID(),
+      idempotencyObserver: (event: RetryLinkEvent) => events.push(event),
+    };
+
+    expect(await failure(client.checkout.placeOrder.mutate(anOrder, { context }))).toBe(declined);
+    expect(events).toEqual([
+      { type: 'attempt', attempt: 1, maxAttempts: 5 },
+      { type: 'response', ok: false, replayed: false, status: 402 },
+    ]);
+  });
+
+  // …and a failure that got no answer at all and is not retried (the request's own timeout signal fired) is
+  // not reported as a response: the app must not show it as the server's verdict.
+  it('does not report a response for a final failure that got no answer (a timeout)', async () => {
+    const timedOut = TRPCClientError.from(new DOMException('The operation timed out.', 'TimeoutError'));
+    const events: RetryLinkEvent[] = [];
+    const client = createTRPCClient<FakeShopRouter>({
+      links: [idempotentRetryLink<FakeShopRouter>(), failingLink(timedOut)],
+    });
+    const context = {
+      idempotencyKey: randomUUID(),
+      idempotencyObserver: (event: RetryLinkEvent) => events.push(event),
+    };
+
+    expect(await failure(client.checkout.placeOrder.mutate(anOrder, { context }))).toBe(timedOut);
+    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 5 }]);
+  });
+
+  // A context assembled by app code may carry something that is not a function under idempotencyObserver: it is
+  // no observer — the call works, and nothing is logged on every event as if an observer had thrown.
+  it('ignores an idempotencyObserver that is not a function', async () => {
+    vi.useRealTimers();
+    const { shop, client } = setup();
+    shop.faults.push('drop-request');
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      await expect(
+        client.checkout.placeOrder.mutate(anOrder, {
+          context: { idempotencyKey: randomUUID(), idempotencyObserver: 'console.log' },
+        }),
+      ).resolves.toMatchObject({ id: 1 });
+      expect(logged).not.toHaveBeenCalled();
+    } finally {
+      logged.mockRestore();
+    }
+    expect(shop.requests).toHaveLength(2);
+  });
+});
+
+describe('abortableSleep (the link’s default wait)', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  // One AbortController often outlives many requests (a page's, a component's): every wait must take its
+  // listener off again, or they pile up on the signal for as long as it lives.
+  it('resolves after its delay and leaves no listener on the signal', async () => {
+    const controller = new AbortController();
+    const sleep = abortableSleep(5000, controller.signal);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+
+    vi.advanceTimersByTime(4999);
+    expect(await stateNow(sleep)).toBe('pending');
+    vi.advanceTimersByTime(1);
+    expect(await stateNow(sleep)).toBe('resolved');
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('an abort ends it at once with the Error reason, clears its timer, and leaves no listener', async () => {
+    const controller = new AbortController();
+    const sleep = abortableSleep(60_000, controller.signal);
+    const reason = new Error('stop');
+    controller.abort(reason);
+
+    expect(await stateNow(sleep)).toBe('rejected');
+    await expect(sleep).rejects.toBe(reason);
+    expect(vi.getTimerCount()).toBe(0);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('an abort with a non-Error reason rejects with an AbortError "Aborted"', async () => {
+    const controller = new AbortController();
+    const sleep = abortableSleep(60_000, controller.signal);
+    controller.abort(42);
+
+    expect(await stateNow(sleep)).toBe('rejected');
+    const error: unknown = await sleep.catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(Error);
+    expect(error).toMatchObject({ name: 'AbortError', message: 'Aborted' });
+  });
+
+  // The caller may abort before the link even starts to wait: the wait must not start at all.
+  it('a signal aborted before the wait ends it at once: no timer, no listener', async () => {
+    const reason = new Error('already cancelled');
+    const signal = AbortSignal.abort(reason);
+    const sleep = abortableSleep(60_000, signal);
+
+    expect(await stateNow(sleep)).toBe('rejected');
+    await expect(sleep).rejects.toBe(reason);
+    expect(vi.getTimerCount()).toBe(0);
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
   });
 });
