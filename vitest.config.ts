@@ -33,7 +33,7 @@ export default defineConfig({
         test: {
           name: 'new-york',
           include: [
-            'packages/idempotency/test/{canonical-json,client-link,client-retry-policy,config,fingerprint,key,payload-equals,properties-model}.test.ts',
+            'packages/idempotency/test/{canonical-json,client-context,client-key,client-link,client-retry-policy,config,fingerprint,key,payload-equals,properties-model}.test.ts',
             'packages/idempotency/test/react-*.test.ts',
           ],
           env: { TZ: 'America/New_York' },
