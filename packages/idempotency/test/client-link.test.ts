@@ -369,7 +369,9 @@ describe('idempotentRetryLink: what it reports, and an abort during the backoff'
 
   // The user leaves the checkout (or the app cancels) while the link waits out a 503's backoff: the call must end
   // now, with the reason the app gave — not after the backoff, and without sending the order once more.
-  it('an abort during the backoff ends the call at once with its Error reason; the timer is cleared, no attempt follows', async () => {
+  // The app's reason is any Error: the call still ends as an abort (a caller that retries on `classifyFailure`
+  // must not re-send what the user cancelled), carrying that reason and its message.
+  it('an abort during the backoff ends the call at once as an abort with its Error reason; the timer is cleared, no attempt follows', async () => {
     const { shop, controller, call, retrying } = waitingSetup();
     await retrying;
     const reason = new Error('the user left the checkout');
@@ -377,7 +379,9 @@ describe('idempotentRetryLink: what it reports, and an abort during the backoff'
 
     expect(await stateNow(call)).toBe('rejected');
     const error = await failure(call);
-    expect(error.cause).toBe(reason);
+    expect(error.cause).toMatchObject({ name: 'AbortError', message: 'the user left the checkout' });
+    expect((error.cause as Error).cause).toBe(reason);
+    expect(classifyFailure(error)).toBe('final');
     expect(vi.getTimerCount()).toBe(0);
     // Had a timer survived the abort, running it now would send attempt 2.
     vi.runAllTimers();
@@ -412,7 +416,9 @@ describe('idempotentRetryLink: what it reports, and an abort during the backoff'
     controller.abort(reason);
 
     expect(await stateNow(call)).toBe('rejected');
-    expect((await failure(call)).cause).toBe(reason);
+    const error = await failure(call);
+    expect(error.cause).toMatchObject({ name: 'AbortError', cause: reason });
+    expect(classifyFailure(error)).toBe('final');
     expect(shop.requests).toHaveLength(1);
   });
 
@@ -498,14 +504,15 @@ describe('abortableSleep (the link’s default wait)', () => {
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 
-  it('an abort ends it at once with the Error reason, clears its timer, and leaves no listener', async () => {
+  it('an abort ends it at once as an AbortError carrying the Error reason, clears its timer, and leaves no listener', async () => {
     const controller = new AbortController();
     const sleep = abortableSleep(60_000, controller.signal);
     const reason = new Error('stop');
     controller.abort(reason);
 
     expect(await stateNow(sleep)).toBe('rejected');
-    await expect(sleep).rejects.toBe(reason);
+    const error: unknown = await sleep.catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ name: 'AbortError', message: 'stop', cause: reason });
     expect(vi.getTimerCount()).toBe(0);
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
@@ -521,6 +528,16 @@ describe('abortableSleep (the link’s default wait)', () => {
     expect(error).toMatchObject({ name: 'AbortError', message: 'Aborted' });
   });
 
+  // The standard reasons are aborts already: passed on as they are.
+  it.each([
+    ['controller.abort()', () => AbortSignal.abort()],
+    ['AbortSignal.timeout', () => AbortSignal.abort(new DOMException('timed out', 'TimeoutError'))],
+  ])('%s: its own reason, as it is', async (_name, makeSignal) => {
+    const signal = makeSignal();
+    const error: unknown = await abortableSleep(60_000, signal).catch((caught: unknown) => caught);
+    expect(error).toBe(signal.reason);
+  });
+
   // The caller may abort before the link even starts to wait: the wait must not start at all.
   it('a signal aborted before the wait ends it at once: no timer, no listener', async () => {
     const reason = new Error('already cancelled');
@@ -528,7 +545,7 @@ describe('abortableSleep (the link’s default wait)', () => {
     const sleep = abortableSleep(60_000, signal);
 
     expect(await stateNow(sleep)).toBe('rejected');
-    await expect(sleep).rejects.toBe(reason);
+    await expect(sleep).rejects.toMatchObject({ name: 'AbortError', cause: reason });
     expect(vi.getTimerCount()).toBe(0);
     expect(getEventListeners(signal, 'abort')).toHaveLength(0);
   });

@@ -30,6 +30,7 @@ import {
   type BackoffOptions,
   backoffDelayMs,
   httpStatusOf,
+  isAbortError,
   parseRetryAfter,
   retryReasonOf,
 } from './retry-policy.ts';
@@ -54,10 +55,17 @@ export interface IdempotentRetryLinkOptions<TRouter extends AnyTRPCRouter = AnyT
   now?: () => number;
 }
 
-/** Why a wait ended early: the signal's own reason when it is an Error, else a standard AbortError. */
+/**
+ * Why a wait ended early, as an error every caller recognises as an abort (`isAbortError`, so never retried):
+ * the signal's reason itself when it is one already (`controller.abort()`, `AbortSignal.timeout`), else an
+ * AbortError with the reason's message that carries an Error reason as its `cause`.
+ */
 function abortError(signal: AbortSignal | null | undefined): Error {
   const reason: unknown = signal?.reason;
-  return reason instanceof Error ? reason : Object.assign(new Error('Aborted'), { name: 'AbortError' });
+  if (reason instanceof Error && isAbortError(reason)) return reason;
+  const error = reason instanceof Error ? new Error(reason.message, { cause: reason }) : new Error('Aborted');
+  error.name = 'AbortError';
+  return error;
 }
 
 /** The default sleep: a timer cleared when the signal aborts. */
