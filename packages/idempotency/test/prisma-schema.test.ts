@@ -70,9 +70,8 @@ function normalizedModel(text: string, model: string): string | null {
     .join('\n');
 }
 
+// Each test builds the schema itself (not once for the file): what a test checks is then what it ran.
 describe('the key table, defined once', () => {
-  const schema = idempotencyKeysSchema();
-
   it('its DDL builds the table the migrations build: columns, primary key and every index, (scope, state) included', async () => {
     const scratch = uniqueTableName('idem_schema');
     await db.$executeRawUnsafe(`create schema "${scratch}"`);
@@ -95,6 +94,7 @@ describe('the key table, defined once', () => {
   });
 
   it('lists the indexes the store relies on', () => {
+    const schema = idempotencyKeysSchema();
     expect(schema.indexes).toEqual([
       { name: 'idempotency_keys_expires_at_idx', columns: ['expires_at'] },
       { name: 'idempotency_keys_in_flight_idx', columns: ['scope', 'state'] },
@@ -108,6 +108,7 @@ describe('the key table, defined once', () => {
   });
 
   it("its Prisma model is prisma/schema.prisma's (doc comments aside)", () => {
+    const schema = idempotencyKeysSchema();
     const repoModel = normalizedModel(prismaSchema, 'IdempotencyKey');
     expect(repoModel).not.toBeNull();
     expect(normalizedModel(schema.prismaModel, 'IdempotencyKey')).toBe(repoModel);
@@ -117,7 +118,20 @@ describe('the key table, defined once', () => {
   });
 
   it('the package README shows the generated model and SQL verbatim', () => {
+    const schema = idempotencyKeysSchema();
     expect(readme).toContain(`\`\`\`prisma\n${schema.prismaModel}\`\`\``);
     expect(readme).toContain(`\`\`\`sql\n${schema.ddl}\`\`\``);
+  });
+
+  it('the model of a schema-qualified table maps the bare name, names its index after it and adds @@schema', () => {
+    const model = idempotencyKeysSchema('billing.keys').prismaModel;
+    // The default model with only the table's names changed, and the schema attribute (Prisma's multiSchema).
+    expect(model).toBe(
+      idempotencyKeysSchema()
+        .prismaModel.replace('map: "idempotency_keys_in_flight_idx"', 'map: "keys_in_flight_idx"')
+        .replace('  @@map("idempotency_keys")\n', '  @@map("keys")\n  @@schema("billing")\n'),
+    );
+    expect(model).toContain('\n  @@map("keys")\n  @@schema("billing")\n}\n');
+    expect(idempotencyKeysSchema().prismaModel).not.toContain('@@schema');
   });
 });
