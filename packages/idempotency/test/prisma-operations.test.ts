@@ -13,7 +13,7 @@ import {
   createPrismaIdempotencyStore,
   idempotencyKeysSchema,
 } from '../src/prisma/index.ts';
-import { connectWithOwnTable, uniqueScope, uniqueTableName } from './support/db.ts';
+import { connectWithOwnTable, sleep, uniqueScope, uniqueTableName } from './support/db.ts';
 
 let db: Database;
 let keys: ReturnType<typeof createIdempotencyKeyOperations<Database>>;
@@ -149,6 +149,46 @@ describe('finding keys', () => {
       await insertKey(shape, {}, table);
     expect(await counted.countProcessing()).toEqual({ inFlight: 3, stuck: 1 });
     expect(counted.table).toBe(table);
+  });
+
+  it('every key without a filter, newest first by default, latest expiry first on request; a limit of 1 is one row', async () => {
+    // A private table: "every key" is then exactly these three. Creation and expiry run in different orders.
+    const table = uniqueTableName('ops_order');
+    await db.$executeRawUnsafe(idempotencyKeysSchema(table).statements[0] ?? '');
+    const ops = createIdempotencyKeyOperations(db, { table });
+    const scope = uniqueScope();
+    const insert = (key: string, state: string, createdAgo: string, expiresIn: string) =>
+      db.$executeRawUnsafe(
+        `insert into "${table}" (scope, procedure, key, fingerprint, state, lease_owner, locked_until, created_at,
+           expires_at)
+         values ($1, 'test.ops', $2, repeat('f', 64), $3, gen_random_uuid(), now() + interval '1 minute',
+           now() - $4::interval, now() + $5::interval)`,
+        scope,
+        key,
+        state,
+        createdAgo,
+        expiresIn,
+      );
+    await insert('oldest', 'completed', '3 minutes', '3 days');
+    await insert('middle', 'processing', '2 minutes', '1 day');
+    await insert('newest', 'completed', '1 minute', '2 days');
+
+    const keysOf = (rows: Array<{ key: string }>) => rows.map((row) => row.key);
+    expect(keysOf(await ops.findKeys())).toEqual(['newest', 'middle', 'oldest']);
+    expect(keysOf(await ops.findKeys(undefined, { order: 'newest' }))).toEqual(['newest', 'middle', 'oldest']);
+    expect(keysOf(await ops.findKeys(undefined, { order: 'latest-expiry' }))).toEqual([
+      'oldest',
+      'newest',
+      'middle',
+    ]);
+    expect(keysOf(await ops.findKeys({ scope }, { limit: 1 }))).toEqual(['newest']);
+    await expect(ops.findKeys({ scope }, { limit: 0 })).rejects.toThrow('limit must be at least 1, got 0');
+    await expect(ops.findKeys({ scope }, { limit: Number.NaN })).rejects.toThrow(RangeError);
+    // A processing row reads back as processing (and in flight: its lease runs for another minute).
+    expect(await ops.findKey({ scope, procedure: 'test.ops', key: 'middle' })).toMatchObject({
+      state: 'processing',
+      status: 'in_flight',
+    });
   });
 });
 
@@ -323,6 +363,41 @@ describe('deleting expired keys', () => {
     // Without a callback: plain batches; nothing left to delete.
     expect(await ops.deleteExpired({ batchSize: 3 })).toEqual({ deleted: 0, batches: 1 });
     await expect(ops.deleteExpired({ batchSize: 0 })).rejects.toThrow(RangeError);
+  });
+
+  it('maxBatches stops after that many batches, expired keys left for the next run', async () => {
+    const table = uniqueTableName('ops_max_batches');
+    await db.$executeRawUnsafe(idempotencyKeysSchema(table).statements[0] ?? '');
+    const ops = createIdempotencyKeyOperations(db, { table });
+    for (let i = 0; i < 7; i += 1) await insertKey('expiredCompleted', {}, table);
+    expect(await ops.deleteExpired({ batchSize: 3, maxBatches: 1 })).toEqual({ deleted: 3, batches: 1 });
+    expect(await ops.deleteExpired({ batchSize: 3, maxBatches: 1, onBatch: async () => {} })).toEqual({
+      deleted: 3,
+      batches: 1,
+    });
+    expect(await ops.deleteExpired({ batchSize: 3 })).toEqual({ deleted: 1, batches: 1 });
+    await expect(ops.deleteExpired({ batchSize: 0 })).rejects.toThrow(
+      'batchSize must be a positive integer, got 0',
+    );
+  });
+
+  it('a batch whose onBatch outlasts batchTimeoutMs is rolled back (well within Prisma’s own 5 s default)', async () => {
+    const table = uniqueTableName('ops_batch_timeout');
+    await db.$executeRawUnsafe(idempotencyKeysSchema(table).statements[0] ?? '');
+    const ops = createIdempotencyKeyOperations(db, { table });
+    for (let i = 0; i < 2; i += 1) await insertKey('expiredCompleted', {}, table);
+    const remaining = async () =>
+      (await db.$queryRawUnsafe<Array<{ n: number }>>(`select count(*)::int as n from "${table}"`))[0]?.n;
+
+    await expect(
+      ops.deleteExpired({ batchSize: 10, batchTimeoutMs: 200, onBatch: () => sleep(1_500) }),
+    ).rejects.toThrow(/The timeout for this transaction was 200 ms/);
+    expect(await remaining()).toBe(2);
+    // Control: the same slow batch within its bound commits.
+    expect(
+      await ops.deleteExpired({ batchSize: 10, batchTimeoutMs: 20_000, onBatch: () => sleep(1_500) }),
+    ).toEqual({ deleted: 2, batches: 1 });
+    expect(await remaining()).toBe(0);
   });
 
   it('on a pool of ONE connection: each batch transaction holds it, so nothing in a batch may need another', async () => {
