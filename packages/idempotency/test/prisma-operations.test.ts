@@ -175,7 +175,11 @@ describe('finding keys', () => {
 
     const keysOf = (rows: Array<{ key: string }>) => rows.map((row) => row.key);
     expect(keysOf(await ops.findKeys())).toEqual(['newest', 'middle', 'oldest']);
-    expect(keysOf(await ops.findKeys(undefined, { order: 'newest' }))).toEqual(['newest', 'middle', 'oldest']);
+    expect(keysOf(await ops.findKeys(undefined, { order: 'newest' }))).toEqual([
+      'newest',
+      'middle',
+      'oldest',
+    ]);
     expect(keysOf(await ops.findKeys(undefined, { order: 'latest-expiry' }))).toEqual([
       'oldest',
       'newest',
