@@ -110,6 +110,9 @@ describe('finding keys', () => {
       'bell\u0007',
       'ünï 😀',
       'sep\u2028',
+      'bs\b ff\f cr\r us\u001f del\u007f',
+      'nbsp\u00a0 bom\ufeff last\uffff',
+      'astral \u{10ffff}',
     ];
     for (const key of awkward) await insertKey('completed', { scope, key });
     for (const key of awkward) {

@@ -149,9 +149,9 @@ const MAX_LIMIT = 500;
 
 /**
  * `logKeyHash(scope, key)` in SQL, used only to find a key by its hash (every row's `keyHash` is computed by
- * `logKeyHash` itself, and a found row whose hash differs is dropped). to_json escapes text as RFC 8785 does
- * for a JSON string, so the canonical JSON of {path: "key", input: [scope, key]} is this text; a test checks
- * it against `logKeyHash` for keys with quotes, backslashes, control characters and non-ASCII text.
+ * `logKeyHash` itself). to_json escapes text as RFC 8785 does for a JSON string, so the canonical JSON of
+ * {path: "key", input: [scope, key]} is this text; a test checks it against `logKeyHash` for keys with quotes,
+ * backslashes, control characters and non-ASCII text (and it was checked once for every BMP code point).
  */
 const KEY_HASH_SQL = `left(encode(sha256(convert_to(
   '{"input":[' || to_json(k.scope)::text || ',' || to_json(k.key)::text || '],"path":"key"}', 'UTF8')), 'hex'),
@@ -229,10 +229,7 @@ export function createIdempotencyKeyOperations<TClient extends PrismaClientLike>
        order by ${orderBy} limit ${Math.min(MAX_LIMIT, Math.trunc(limit))}`,
       ...params,
     );
-    const found = rows.map(toRow);
-    return filter && 'keyHash' in filter
-      ? found.filter((row) => row.keyHash === filter.keyHash.toLowerCase())
-      : found;
+    return rows.map(toRow);
   }
 
   return {
@@ -300,10 +297,8 @@ export function createIdempotencyKeyOperations<TClient extends PrismaClientLike>
               { timeout: batchTimeoutMs },
             )
           : deleteBatch(db, size);
-      return cleanupExpiredKeys(
-        { deleteExpiredBatch },
-        maxBatches === undefined ? { batchSize } : { batchSize, maxBatches },
-      );
+      // maxBatches undefined: cleanupExpiredKeys's default (no bound).
+      return cleanupExpiredKeys({ deleteExpiredBatch }, { batchSize, maxBatches });
     },
   };
 }
