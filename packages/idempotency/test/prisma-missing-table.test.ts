@@ -8,6 +8,7 @@ import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotencyStoreSetupError } from '../src/index.ts';
 import { createPrismaIdempotencyStore, IdempotencyTableMissingError } from '../src/prisma/index.ts';
+import { explainingMissingTable } from '../src/prisma/missing-table.ts';
 import { connectWithOwnTable, uniqueScope, uniqueTableName } from './support/db.ts';
 import { createTestTRPC } from './support/trpc.ts';
 
@@ -51,7 +52,14 @@ describe('a missing key table', () => {
     const error = failure as IdempotencyTableMissingError;
     expect(error.table).toBe(missingTable);
     expect(error.message).toContain(missingTable);
+    expect(error.name).toBe('IdempotencyTableMissingError');
+    // Both ways to create it, and what to do for a table of another name.
+    expect(error.message).toContain('add `idempotencyKeysSchema().prismaModel`');
+    expect(error.message).toContain('to schema.prisma and run `prisma migrate dev`');
     expect(error.message).toContain('idempotencyKeysSchema().ddl');
+    expect(error.message).toContain(
+      'pass `{ table }` to createPrismaIdempotencyStore and idempotencyKeysSchema',
+    );
     // The database's own error stays reachable for whoever debugs further.
     expect(String((error.cause as Error).message)).toMatch(/does not exist/);
   });
@@ -62,6 +70,23 @@ describe('a missing key table', () => {
     const elsewhere = createPrismaIdempotencyStore(db, { table: missingSchemaTable });
     await expect(elsewhere.claim(claimRequest())).rejects.toBeInstanceOf(IdempotencyTableMissingError);
     await expect(elsewhere.deleteExpiredBatch(10)).rejects.toBeInstanceOf(IdempotencyTableMissingError);
+  });
+
+  it("an error that kept only Postgres' text (no SQLSTATE) is recognised too; any other error passes through", async () => {
+    const explained = (message: string) =>
+      explainingMissingTable('keys', () => Promise.reject(new Error(message))).then(
+        () => null,
+        (error: unknown) => error,
+      );
+    expect(await explained('relation "keys" does not exist')).toBeInstanceOf(IdempotencyTableMissingError);
+    expect(await explained('Raw query failed: RELATION "billing"."keys" DOES NOT EXIST')).toBeInstanceOf(
+      IdempotencyTableMissingError,
+    );
+    expect(await explained('schema "billing" does not exist')).toBeInstanceOf(IdempotencyTableMissingError);
+    const other = await explained('column "nope" does not exist');
+    expect(other).not.toBeInstanceOf(IdempotencyTableMissingError);
+    expect((other as Error).message).toBe('column "nope" does not exist');
+    expect(await explainingMissingTable('keys', async () => 'ran')).toBe('ran');
   });
 
   it('over HTTP: a plain 500 for the client, the explanation for the server log', async () => {
