@@ -205,6 +205,26 @@ describe('the partition check of the expired-key delete', () => {
     });
     expect(typeof (await flakyStore.deleteExpiredBatch(10))).toBe('number');
   });
+
+  it('a check that passed is made once per store, not once per batch', async () => {
+    const checks: string[] = [];
+    const counting: Database = new Proxy(db, {
+      get(target, property, receiver) {
+        if (property === '$queryRawUnsafe')
+          return (query: string, ...values: unknown[]) => {
+            if (query.includes('pg_class')) checks.push(query);
+            return target.$queryRawUnsafe(query, ...values);
+          };
+        return Reflect.get(target, property, receiver);
+      },
+    });
+    const countingStore = createPrismaIdempotencyStore(counting);
+    for (let batch = 0; batch < 3; batch += 1) await countingStore.deleteExpiredBatch(10);
+    expect(checks).toHaveLength(1);
+    // Another store checks for itself.
+    await createPrismaIdempotencyStore(counting).deleteExpiredBatch(10);
+    expect(checks).toHaveLength(2);
+  });
 });
 
 describe('http_status', () => {
