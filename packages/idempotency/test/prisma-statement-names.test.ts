@@ -68,4 +68,60 @@ describe('prepared statements (idempotencyStatementName)', () => {
       idempotencyStatementName('/* idem:find */ select 1 from "b"'),
     );
   });
+
+  it("marks each of the store's statements with its operation, the label Postgres' logs show", async () => {
+    db = await connectWithOwnTable(2);
+    const client = db;
+    const sent: string[] = [];
+    const recording: Database = new Proxy(client, {
+      get(target, property, receiver) {
+        if (property === '$queryRawUnsafe' || property === '$executeRawUnsafe')
+          return (query: string, ...values: unknown[]) => {
+            sent.push(query);
+            return property === '$queryRawUnsafe'
+              ? target.$queryRawUnsafe(query, ...values)
+              : target.$executeRawUnsafe(query, ...values);
+          };
+        return Reflect.get(target, property, receiver);
+      },
+    });
+    const store = createPrismaIdempotencyStore(recording, { completedRead: true });
+    const key = { scope: uniqueScope(), procedure: 'orders.place', key: randomUUID() };
+    const request = {
+      ...key,
+      fingerprint: fingerprintRequest('orders.place', { a: 1 }),
+      owner: randomUUID(),
+      leaseSeconds: 0,
+      retentionSeconds: 3_600,
+    };
+    await store.claim(request);
+    // Its lease (0 s) has ended: the same request takes the key over.
+    expect(await store.claim({ ...request, owner: randomUUID(), leaseSeconds: 30 })).toEqual({
+      claimed: true,
+      takeover: true,
+    });
+    const owner = randomUUID();
+    const other = { ...key, key: randomUUID() };
+    await store.claim({ ...request, ...other, owner, leaseSeconds: 30 });
+    expect(await store.renewLease?.(other, owner, 60)).toBe(true);
+    expect(await store.release(other, owner)).toBe(true);
+    const completed = { ...key, key: randomUUID() };
+    await store.claim({ ...request, ...completed, owner, leaseSeconds: 30 });
+    expect(await store.complete(completed, owner, output)).toBe(true);
+    expect(await store.find(completed)).toMatchObject({ state: 'completed' });
+    expect(await store.findCompleted?.(completed)).toMatchObject({ state: 'completed' });
+    await store.countReplay(completed);
+
+    const labels = sent.map((sql) => sql.match(/^\/\* idem:([a-z-]+) \*\/ /)?.[1] ?? `unmarked: ${sql}`);
+    expect([...new Set(labels)].sort()).toEqual([
+      'claim',
+      'complete',
+      'count-replay',
+      'find',
+      'find-completed',
+      'release',
+      'renew',
+      'takeover',
+    ]);
+  });
 });
