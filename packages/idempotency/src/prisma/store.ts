@@ -243,9 +243,9 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
       if (updated) return { claimed: true, takeover: true };
       // Not taken over: the cap, or the row changed since our snapshot. Read it as it is now (below).
     }
-    // Refused by the cap: a new key (no row, or an expired one to reuse) while the scope is at its cap.
-    if (cap && row?.at_cap && (row.scope === null || row.reclaimable))
-      throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
+    // Refused by the cap: a new key (no row, or an expired one to reuse: a live row returned above) while the
+    // scope is at its cap.
+    if (cap && row?.at_cap) throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
     // A race: the key was inserted (or taken over) by a transaction that committed after our snapshot.
     const record = await find(request, tx);
     // Only possible if the row was deleted between the two statements (cleanup): claim again.
