@@ -291,6 +291,21 @@ describe('transaction (MariaDB)', () => {
     });
   });
 
+  it('a duplicate waits on the lock up to lockTimeoutMs (4.5 s, rounded up to whole seconds), not just the 1 s minimum', async () => {
+    const request = claimRequest();
+    const first = await claimHeldOpen(store, request);
+    const duplicate = store.transaction((tx) => store.claim({ ...request, owner: randomUUID() }, tx), {
+      lockTimeoutMs: 4_500,
+      timeoutMs: 10_000,
+    });
+    setTimeout(first.commit, 2_000);
+    await first.committed;
+    expect(await duplicate).toMatchObject({
+      claimed: false,
+      record: { state: 'completed', response: output },
+    });
+  });
+
   it("the lock wait bound is per statement: the pooled connection's session keeps its own innodb_lock_wait_timeout", async () => {
     const sessions = await store.transaction(
       async (tx) => {
