@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fingerprintRequest } from '../src/index.ts';
 import { createMariadbIdempotencyStore, mariadbIdempotencyKeysSchema } from '../src/mariadb/index.ts';
+import { bareMariadbTableName } from '../src/mariadb/sql.ts';
 import { uniqueScope } from './support/db.ts';
 import { connectMariadbWithOwnTable, type MariadbWithOwnTable } from './support/mariadb.ts';
 
@@ -125,5 +126,9 @@ describe('mariadbIdempotencyKeysSchema', () => {
     ]);
     expect(schema.prismaModel).toContain('@@map("idem_keys")');
     expect(() => mariadbIdempotencyKeysSchema('keys`; DROP TABLE x')).toThrow(/Invalid table name/);
+    // The bare name index names are made from: the table without its database, refused like the whole name.
+    expect(bareMariadbTableName('shop.idem_keys')).toBe('idem_keys');
+    expect(bareMariadbTableName('idem_keys')).toBe('idem_keys');
+    expect(() => bareMariadbTableName('keys`; DROP TABLE x')).toThrow(/Invalid table name/);
   });
 });

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordKey, StoredResponse } from '../src/index.ts';
+import { explainingMissingMariadbTable } from '../src/mariadb/errors.ts';
 import {
   createMariadbIdempotencyStore,
   MariadbIdempotencyTableMissingError,
@@ -16,6 +17,7 @@ import {
   mariadbIdempotencyKeysSchema,
   type PrismaTransactionLike,
 } from '../src/mariadb/index.ts';
+import { hasMariadbErrno } from '../src/mariadb/sql.ts';
 import { sleep, uniqueTableName, waitUntil } from './support/db.ts';
 import { connectMariadbWithOwnTable, type MariadbWithOwnTable } from './support/mariadb.ts';
 import {
@@ -185,9 +187,22 @@ describe('keys, times and limits (MariaDB)', () => {
 
   it('a scope or procedure longer than its column is refused with a typed error, and nothing is stored', async () => {
     const long = claimRequest({ scope: 'é'.repeat(257) }); // 514 bytes
-    await expect(store.claim(long)).rejects.toBeInstanceOf(MariadbKeyColumnTooLongError);
+    const scopeError = await store.claim(long).catch((caught: unknown) => caught);
+    expect(scopeError).toBeInstanceOf(MariadbKeyColumnTooLongError);
+    expect(scopeError).toMatchObject({
+      name: 'MariadbKeyColumnTooLongError',
+      column: 'scope',
+      bytes: 514,
+      message:
+        'The idempotency scope is 514 bytes (UTF-8); the MariaDB key table holds at most 512. ' +
+        'Use a shorter scope (e.g. a user id).',
+    });
+    // The other columns are named as they are: no hint about user ids.
     await expect(store.claim(claimRequest({ procedure: 'p'.repeat(256) }))).rejects.toThrow(
-      /procedure is 256 bytes/,
+      'The idempotency procedure is 256 bytes (UTF-8); the MariaDB key table holds at most 255. Use a shorter procedure.',
+    );
+    await expect(store.claim(claimRequest({ key: 'k'.repeat(256) }))).rejects.toThrow(
+      /at most 255\. Use a shorter key\.$/,
     );
     expect(await mariadbRows.rowCount({ ...long, scope: long.scope.slice(0, 256) })).toBe(0);
     // The limit itself fits.
@@ -195,10 +210,24 @@ describe('keys, times and limits (MariaDB)', () => {
   });
 
   it('a missing table is reported by name, with how to create it', async () => {
-    const missing = createMariadbIdempotencyStore(db, { table: uniqueTableName('absent') });
+    const table = uniqueTableName('absent');
+    const missing = createMariadbIdempotencyStore(db, { table });
     const error = await missing.claim(claimRequest()).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(MariadbIdempotencyTableMissingError);
-    expect((error as Error).message).toMatch(/mariadbIdempotencyKeysSchema/);
+    expect(error).toMatchObject({
+      name: 'MariadbIdempotencyTableMissingError',
+      table,
+      message:
+        `The idempotency table ${table} does not exist in this MariaDB database. Create it: add ` +
+        '`mariadbIdempotencyKeysSchema().prismaModel` to a schema.prisma whose provider is "mysql" and run ' +
+        '`prisma migrate dev`, or run `mariadbIdempotencyKeysSchema().ddl`. A table of another name: pass ' +
+        '`{ table }` to createMariadbIdempotencyStore and mariadbIdempotencyKeysSchema alike.',
+    });
+    // The server's own error is kept as the cause (what the log shows).
+    expect((error as Error).cause).toMatchObject({ code: 'P2010', message: expect.stringContaining('1146') });
+    await expect(missing.deleteExpiredBatch(10)).rejects.toThrow(
+      `The idempotency table ${table} does not exist`,
+    );
     // Control: another failure is not mistaken for it.
     expect(
       await store.claim(claimRequest({ fingerprint: 'x'.repeat(65) })).catch((caught: unknown) => caught),
@@ -209,9 +238,17 @@ describe('keys, times and limits (MariaDB)', () => {
     const request = claimRequest();
     await store.claim(request);
     const huge: StoredResponse = { kind: 'output', httpStatus: 200, body: 'x'.repeat(16_777_216) };
-    await expect(store.complete(keyOf(request), request.owner, huge)).rejects.toBeInstanceOf(
-      MariadbResponseTooLargeError,
-    );
+    const tooLarge = await store
+      .complete(keyOf(request), request.owner, huge)
+      .catch((caught: unknown) => caught);
+    expect(tooLarge).toBeInstanceOf(MariadbResponseTooLargeError);
+    expect(tooLarge).toMatchObject({
+      name: 'MariadbResponseTooLargeError',
+      bytes: 16_777_260,
+      message:
+        'The response to store is 16777260 bytes of JSON; the MariaDB key table holds at most 16777215 ' +
+        '(MEDIUMTEXT). Return less from an idempotent procedure (e.g. an id to fetch the rest with).',
+    });
     expect(await store.find(keyOf(request))).toMatchObject({ state: 'processing', response: null });
     const declined: StoredResponse = {
       kind: 'error',
@@ -247,6 +284,21 @@ describe('transaction (MariaDB)', () => {
       { lockTimeoutMs: 5_000, timeoutMs: 10_000 },
     );
     setTimeout(first.commit, 100);
+    await first.committed;
+    expect(await duplicate).toMatchObject({
+      claimed: false,
+      record: { state: 'completed', response: output },
+    });
+  });
+
+  it('a duplicate waits on the lock up to lockTimeoutMs (4.5 s, rounded up to whole seconds), not just the 1 s minimum', async () => {
+    const request = claimRequest();
+    const first = await claimHeldOpen(store, request);
+    const duplicate = store.transaction((tx) => store.claim({ ...request, owner: randomUUID() }, tx), {
+      lockTimeoutMs: 4_500,
+      timeoutMs: 10_000,
+    });
+    setTimeout(first.commit, 2_000);
     await first.committed;
     expect(await duplicate).toMatchObject({
       claimed: false,
@@ -323,5 +375,58 @@ describe('cleanup (MariaDB)', () => {
       expect(privateStore.isLockTimeout(control)).toBe(true);
       await db.$executeRawUnsafe(`DROP TABLE \`${table}_weight\``);
     });
+  });
+});
+
+describe('error recognition (MariaDB)', () => {
+  const NO_SUCH_TABLE = 1146;
+  const LOCK_WAIT_TIMEOUT = 1205;
+
+  it('a missing table is known on each path MariaDB reports it: through Prisma (the adapter’s originalCode), from the driver itself (errno), or by the message text alone', async () => {
+    const table = uniqueTableName('absent');
+    const statement = `SELECT 1 FROM \`${table}\``;
+    const prisma = (await db.$queryRawUnsafe(statement).catch((caught: unknown) => caught)) as Error;
+    const driver = (await mariadb.scratch.execute([statement]).catch((caught: unknown) => caught)) as Error;
+    // The shapes: Prisma's P2010 carries the number only inside meta.driverAdapterError's cause, the driver's
+    // SqlError as its errno, and Prisma's message repeats the server's text.
+    expect(prisma).toMatchObject({
+      code: 'P2010',
+      meta: { driverAdapterError: { cause: { originalCode: '1146' } } },
+    });
+    expect(driver).toMatchObject({ errno: NO_SUCH_TABLE });
+    const textOnly = new Error(prisma.message);
+
+    // By the number alone (no message pattern): through the wrapping, and on the driver's error.
+    expect(hasMariadbErrno(prisma, NO_SUCH_TABLE)).toBe(true);
+    expect(hasMariadbErrno(driver, NO_SUCH_TABLE)).toBe(true);
+    // The text alone counts only with the pattern.
+    expect(hasMariadbErrno(textOnly, NO_SUCH_TABLE)).toBe(false);
+    expect(hasMariadbErrno(textOnly, NO_SUCH_TABLE, /Table '.*' doesn't exist/i)).toBe(true);
+    // Control: none of them is another error.
+    for (const error of [prisma, driver, textOnly])
+      expect(hasMariadbErrno(error, LOCK_WAIT_TIMEOUT)).toBe(false);
+
+    // Each is explained as the missing key table, keeping the server's error as its cause.
+    for (const error of [prisma, driver, textOnly]) {
+      const explained = await explainingMissingMariadbTable(table, () => Promise.reject(error)).catch(
+        (caught: unknown) => caught,
+      );
+      expect(explained).toBeInstanceOf(MariadbIdempotencyTableMissingError);
+      expect((explained as Error).cause).toBe(error);
+    }
+    // Control: another failure goes up as it is.
+    const other = new Error("Unknown column 'x' in 'field list'");
+    await expect(explainingMissingMariadbTable(table, () => Promise.reject(other))).rejects.toBe(other);
+  });
+
+  it('an error whose cause chain loops back on itself is walked once', () => {
+    const outer = new Error('outer') as Error & { errno?: number };
+    const inner = new Error('inner', { cause: outer }) as Error & { errno?: number };
+    outer.cause = inner;
+    expect(hasMariadbErrno(outer, NO_SUCH_TABLE, /doesn't exist/)).toBe(false);
+    expect(store.isLockTimeout(outer)).toBe(false);
+    // Control: a number anywhere in the loop is found.
+    inner.errno = LOCK_WAIT_TIMEOUT;
+    expect(store.isLockTimeout(outer)).toBe(true);
   });
 });

@@ -26,7 +26,7 @@ import {
   type TransactionOptions,
 } from '../../src/index.ts';
 import { cleanupExpiredKeys } from '../../src/prisma/index.ts';
-import { deferred, uniqueScope, uniqueTableName } from './db.ts';
+import { deferred, sleep, uniqueScope, uniqueTableName } from './db.ts';
 import { claimRequest, fingerprintA, fingerprintB, keyOf, output } from './store-fixtures.ts';
 
 /** The times of a key's row that a test moves (to end a lease, expire a key, age a row). */
@@ -357,6 +357,16 @@ export function describeStoreContract<TTx>(
 
         expect(backend.createStore({ leaseRenewal: false }).renewLease).toBeUndefined();
       });
+
+      it('a store made without options renews leases (only `leaseRenewal: false` leaves renewLease out)', async () => {
+        for (const renewing of [backend.createStore({}), backend.createStore({ leaseRenewal: true })]) {
+          const request = claimRequest();
+          await renewing.claim(request);
+          await backend.setTime(request, 'locked_until', 1);
+          expect(await renewing.renewLease?.(keyOf(request), request.owner, 600)).toBe(true);
+          expect((await backend.readRow(request))?.leaseLeftSeconds).toBeGreaterThan(500);
+        }
+      });
     });
 
     describe('takeover', () => {
@@ -445,6 +455,16 @@ export function describeStoreContract<TTx>(
     });
 
     describe('per-principal in-flight cap', () => {
+      it('a cap of Infinity is no cap: every new key of the scope is claimed', async () => {
+        const scope = uniqueScope();
+        const cap = { max: Number.POSITIVE_INFINITY, retryAfterSeconds: 1 };
+        for (let i = 0; i < 3; i += 1)
+          expect(await store.claim(claimRequest({ scope, inFlightCap: cap }))).toEqual({
+            claimed: true,
+            takeover: false,
+          });
+      });
+
       it('refuses a new key at the cap with 429; a duplicate, another principal and a freed slot pass', async () => {
         const scope = uniqueScope();
         const cap = { max: 2, retryAfterSeconds: 3 };
@@ -577,6 +597,35 @@ export function describeStoreContract<TTx>(
         ).toMatchObject({ kind: 'replayed', response: output });
       });
 
+      it('a transaction may run for timeoutMs plus lockTimeoutMs (the lock wait comes on top of the work)', async () => {
+        const request = claimRequest();
+        const result = await store.transaction(
+          async (tx) => {
+            await store.claim(request, tx);
+            await sleep(800);
+            return store.complete(keyOf(request), request.owner, output, tx);
+          },
+          { timeoutMs: 500, lockTimeoutMs: 1_500 },
+        );
+        expect(result).toBe(true);
+        expect(await store.find(keyOf(request))).toMatchObject({ state: 'completed', response: output });
+      });
+
+      it('a transaction still running past timeoutMs plus lockTimeoutMs is rolled back', async () => {
+        const request = claimRequest();
+        await expect(
+          store.transaction(
+            async (tx) => {
+              await store.claim(request, tx);
+              await sleep(1_500);
+              return store.complete(keyOf(request), request.owner, output, tx);
+            },
+            { timeoutMs: 100, lockTimeoutMs: 200 },
+          ),
+        ).rejects.toThrow();
+        expect(await store.find(keyOf(request))).toBeNull();
+      });
+
       it('a rolled-back claim leaves the key free', async () => {
         const rolledBack = claimRequest();
         await expect(
@@ -609,6 +658,24 @@ export function describeStoreContract<TTx>(
           leaseOwner: null,
           leaseActive: false,
         });
+        expect(await backend.readRow(request)).toMatchObject({ httpStatus: 402, leaseSeconds: null });
+      });
+
+      it('takes over an expired key as completed: the new response, its status, no lease', async () => {
+        const first = claimRequest();
+        await store.claim(first);
+        await store.complete(keyOf(first), first.owner, output);
+        await backend.setTime(first, 'expires_at', -1);
+        const late = { ...first, owner: randomUUID(), fingerprint: fingerprintB, response: declined };
+        expect(await store.claim(late)).toEqual({ claimed: true, takeover: true });
+        expect(await store.find(keyOf(first))).toMatchObject({
+          fingerprint: fingerprintB,
+          state: 'completed',
+          response: declined,
+          leaseOwner: null,
+          leaseActive: false,
+        });
+        expect(await backend.readRow(first)).toMatchObject({ httpStatus: 402, leaseSeconds: null });
       });
 
       it('never overwrites a live key: returns it instead', async () => {
