@@ -7,9 +7,12 @@ import { renderToString } from 'react-dom/server';
 import superjson from 'superjson';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { jsonSerializer, type KeyValueStorage, useIdempotencyKey } from '../src/react/index.ts';
+import { ALIVE_STALE_MS } from '../src/react/intent-store.ts';
+import { isIntentExpired } from '../src/react/use-idempotency-key.ts';
 
 afterEach(() => {
   cleanup();
+  vi.useRealTimers();
   window.sessionStorage.clear();
 });
 
@@ -232,5 +235,139 @@ describe('useIdempotencyKey', () => {
     expect(container.querySelector('p')?.getAttribute('data-key')).toMatch(UUID);
     act(() => root.unmount());
     container.remove();
+  });
+
+  it('an intent is re-sendable for maxIntentAgeMs from its first send, and a record dated over 5 min ahead is not', () => {
+    const now = 1_700_000_000_000;
+    const max = 60_000;
+    expect(isIntentExpired(now - max + 1, max, now)).toBe(false);
+    expect(isIntentExpired(now - max, max, now)).toBe(true);
+    expect(isIntentExpired(now - 10 * max, max, now)).toBe(true);
+    // A clock a little behind another tab's is tolerated; further ahead, the age is unknown: too old.
+    expect(isIntentExpired(now + 5 * 60_000, max, now)).toBe(false);
+    expect(isIntentExpired(now + 5 * 60_000 + 1, max, now)).toBe(true);
+  });
+
+  it('refuses a maxIntentAgeMs that is not a positive number', () => {
+    const { storage } = tabStorage();
+    const error = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      for (const maxIntentAgeMs of [0, -1, Number.NaN]) {
+        expect(() => renderHook(() => useIdempotencyKey('checkout', { storage, maxIntentAgeMs }))).toThrow(
+          new RangeError('maxIntentAgeMs must be a positive number'),
+        );
+      }
+    } finally {
+      error.mockRestore();
+    }
+    expect(
+      renderHook(() => useIdempotencyKey('checkout', { storage, maxIntentAgeMs: 1 })).result.current.key,
+    ).toMatch(UUID);
+  });
+
+  describe('as time passes, with nothing else happening', () => {
+    const start = 1_700_000_000_000;
+    const inOtherTab = (alive: number) =>
+      JSON.stringify({
+        v: 1,
+        key: '0b7c7a4e-3f7a-4c1e-9d3b-2a8f6e5d4c3b',
+        createdAt: start - 10_000,
+        sent: { payload: JSON.stringify({ sku: 'TEA', quantity: 1 }), at: start - 10_000, alive },
+      });
+
+    it("another tab's attempt goes in doubt once its last sign of life is ALIVE_STALE_MS old", () => {
+      vi.useFakeTimers({ now: start });
+      const { storage, items } = tabStorage();
+      // The other tab's last sign of life was 5 s ago: quiet from start + ALIVE_STALE_MS - 5 s.
+      items.set('idem:intent:checkout', inOtherTab(start - 5_000));
+      const { result } = renderHook(() => useIdempotencyKey<Order>('checkout', { storage }));
+      expect(result.current).toMatchObject({ inFlightElsewhere: true, inDoubt: null });
+      // Checked again only once it has gone quiet (a check just before would find it alive and look no more).
+      act(() => vi.advanceTimersByTime(ALIVE_STALE_MS - 5_000 - 5));
+      expect(result.current.inFlightElsewhere).toBe(true);
+      act(() => vi.advanceTimersByTime(25));
+      expect(result.current).toMatchObject({
+        inFlightElsewhere: false,
+        inDoubt: { payload: { sku: 'TEA', quantity: 1 }, expired: false },
+      });
+    });
+
+    it('an attempt in doubt turns expired maxIntentAgeMs after its first send', () => {
+      vi.useFakeTimers({ now: start });
+      const { storage } = tabStorage();
+      const { result } = renderHook(() =>
+        useIdempotencyKey<Order>('checkout', { storage, maxIntentAgeMs: 60_000 }),
+      );
+      act(() => vi.advanceTimersByTime(1_000));
+      act(() => {
+        result.current.markSent({ sku: 'TEA', quantity: 1 });
+        result.current.markInDoubt();
+      });
+      expect(result.current.inDoubt?.expired).toBe(false);
+      act(() => vi.advanceTimersByTime(59_900));
+      expect(result.current.inDoubt?.expired).toBe(false);
+      act(() => vi.advanceTimersByTime(200));
+      expect(result.current.inDoubt?.expired).toBe(true);
+    });
+
+    it("another tab's attempt goes quiet, then expires: each change shows on its own", () => {
+      vi.useFakeTimers({ now: start });
+      const { storage, items } = tabStorage();
+      items.set('idem:intent:checkout', inOtherTab(start));
+      const { result } = renderHook(() =>
+        useIdempotencyKey<Order>('checkout', { storage, maxIntentAgeMs: 60_000 }),
+      );
+      expect(result.current.inFlightElsewhere).toBe(true);
+      act(() => vi.advanceTimersByTime(ALIVE_STALE_MS + 100));
+      expect(result.current.inDoubt?.expired).toBe(false);
+      // createdAt was start - 10 s: expired from start + 50 s.
+      act(() => vi.advanceTimersByTime(50_000 - ALIVE_STALE_MS));
+      expect(result.current.inDoubt?.expired).toBe(true);
+    });
+
+    it('unmounting leaves no timer behind', () => {
+      vi.useFakeTimers({ now: start });
+      const { storage, items } = tabStorage();
+      items.set('idem:intent:checkout', inOtherTab(start));
+      const { unmount } = renderHook(() => useIdempotencyKey<Order>('checkout', { storage }));
+      expect(vi.getTimerCount()).toBe(1);
+      unmount();
+      expect(vi.getTimerCount()).toBe(0);
+    });
+  });
+
+  it('retire() when another tab already forgot the intent: nothing to do, a new key follows', () => {
+    const { storage, items } = tabStorage();
+    const { result } = renderHook(() => useIdempotencyKey('checkout', { storage }));
+    const key = result.current.key;
+    items.delete('idem:intent:checkout');
+    act(() => result.current.retire());
+    expect(result.current.key).toMatch(UUID);
+    expect(result.current.key).not.toBe(key);
+    expect(JSON.parse(items.get('idem:intent:checkout') ?? 'null')).toMatchObject({
+      key: result.current.key,
+      sent: null,
+    });
+  });
+
+  it('acts on the new intent when intentId changes', () => {
+    const { storage, items } = tabStorage();
+    const { result, rerender } = renderHook(
+      ({ intentId }) => useIdempotencyKey<Order>(intentId, { storage }),
+      { initialProps: { intentId: 'first' } },
+    );
+    const first = result.current.key;
+    rerender({ intentId: 'second' });
+    const second = result.current.key;
+    expect(second).not.toBe(first);
+    let sentWith: string | undefined;
+    act(() => {
+      sentWith = result.current.markSent({ sku: 'TEA', quantity: 1 });
+    });
+    expect(sentWith).toBe(second);
+    expect(JSON.parse(items.get('idem:intent:second') ?? 'null').sent).toMatchObject({
+      at: expect.any(Number),
+    });
+    expect(JSON.parse(items.get('idem:intent:first') ?? 'null')).toMatchObject({ key: first, sent: null });
   });
 });

@@ -5,14 +5,18 @@
  */
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { act, cleanup, renderHook } from '@testing-library/react';
-import { createTRPCClient } from '@trpc/client';
+import { createTRPCClient, type TRPCLink } from '@trpc/client';
+import { observable } from '@trpc/server/observable';
 import { createTRPCOptionsProxy } from '@trpc/tanstack-react-query';
 import { createElement, type ReactNode } from 'react';
 import { renderToString } from 'react-dom/server';
+import superjson from 'superjson';
 import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
 import { type IdempotentRetryLinkOptions, idempotentRetryLink } from '../src/client/index.ts';
 import {
   type IdempotentMutationState,
+  type IdempotentRequestOptions,
+  jsonSerializer,
   type KeyValueStorage,
   type UseIdempotentMutationOptions,
   useIdempotentMutation,
@@ -29,6 +33,8 @@ import {
 
 afterEach(() => {
   cleanup();
+  vi.unstubAllEnvs();
+  vi.restoreAllMocks();
 });
 
 function tabStorage(): KeyValueStorage {
@@ -73,7 +79,7 @@ function setup({ link = true, ...linkOptions }: IdempotentRetryLinkOptions & { l
         ),
       { wrapper },
     );
-  return { shop, delays, render, onSuccess, storage };
+  return { shop, delays, render, onSuccess, storage, trpc, wrapper };
 }
 
 type Result = ReturnType<ReturnType<typeof setup>['render']>['result'];
@@ -143,11 +149,12 @@ describe('useIdempotentMutation', () => {
     const trpc = createTRPCOptionsProxy<FakeShopRouter>({ client, queryClient });
     const wrapper = ({ children }: { children: ReactNode }) =>
       createElement(QueryClientProvider, { client: queryClient }, children);
+    const storage = tabStorage();
     const { result } = renderHook(
       () =>
         useIdempotentMutation((request) => trpc.checkout.placeOrder.mutationOptions(request), {
           intentId: 'x',
-          storage: tabStorage(),
+          storage,
         }),
       { wrapper },
     );
@@ -314,11 +321,33 @@ describe('useIdempotentMutation', () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     try {
       const { result } = render();
-      expect((await submit(result, anOrder)).status).toBe('succeeded');
+      // Without the link nothing reports the attempts: the default limit is shown.
+      expect(await submit(result, anOrder)).toMatchObject({
+        status: 'succeeded',
+        attempt: 1,
+        maxAttempts: 5,
+      });
       expect(warn).toHaveBeenCalledWith(expect.stringContaining('idempotentRetryLink'));
+      expect((await submit(result, edited)).status).toBe('succeeded');
+      expect(warn).toHaveBeenCalledOnce();
     } finally {
       warn.mockRestore();
     }
+  });
+
+  it('gives no warning with the link in place, and none in a production build', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    const { result } = setup().render();
+    expect((await submit(result, anOrder)).status).toBe('succeeded');
+    const failing = setup();
+    failing.shop.faults.push(402);
+    expect((await submit(failing.render().result, anOrder)).status).toBe('failed');
+    expect(warn).not.toHaveBeenCalled();
+
+    vi.stubEnv('NODE_ENV', 'production');
+    const noLink = setup({ link: false }).render();
+    expect((await submit(noLink.result, anOrder)).status).toBe('succeeded');
+    expect(warn).not.toHaveBeenCalled();
   });
 
   it('a fresh 422 to a re-sent attempt keeps the key (unresolved); checking again replays it and only then fails', async () => {
@@ -427,6 +456,7 @@ describe('useIdempotentMutation', () => {
     const { result } = render();
     expect(result.current.inDoubt).toMatchObject({ expired: true });
     expect((await submit(result, anOrder)).status).toBe('expired');
+    expect(result.current.state).toMatchObject({ status: 'expired', input: anOrder, attempt: 0 });
     expect(shop.requests).toHaveLength(0);
   });
 
@@ -441,6 +471,7 @@ describe('useIdempotentMutation', () => {
     const { result } = render();
 
     expect((await submit(result, anOrder)).status).toBe('unresolved');
+    expect(result.current.state.status).toBe('unresolved');
     expect(shop.requests).toHaveLength(0);
     expect(result.current.key).toBe(key);
   });
@@ -453,10 +484,14 @@ describe('useIdempotentMutation', () => {
     });
     const trpc = createTRPCOptionsProxy<FakeShopRouter>({ client, queryClient });
     const storage: KeyValueStorage = { getItem: vi.fn(), setItem: vi.fn(), removeItem: vi.fn() };
+    const requestKeys: string[] = [];
     // biome-ignore lint/correctness/noComponentHookFactories: a one-test component that closes over this test's fixtures; rendered once.
     function Checkout() {
       const { key, state } = useIdempotentMutation(
-        (request) => trpc.checkout.placeOrder.mutationOptions(request),
+        (request) => {
+          requestKeys.push(request.trpc.context.idempotencyKey);
+          return trpc.checkout.placeOrder.mutationOptions(request);
+        },
         {
           intentId: 'ssr',
           storage,
@@ -468,6 +503,7 @@ describe('useIdempotentMutation', () => {
       createElement(QueryClientProvider, { client: queryClient }, createElement(Checkout)),
     );
     expect(html).toContain('idle:no key yet');
+    expect(requestKeys).toEqual(['']);
     expect(storage.getItem).not.toHaveBeenCalled();
     expect(storage.setItem).not.toHaveBeenCalled();
     expect(shop.requests).toHaveLength(0);
@@ -480,5 +516,248 @@ describe('useIdempotentMutation', () => {
     expectTypeOf(result.current.state.data).toEqualTypeOf<Order | undefined>();
     expectTypeOf(result.current.state.error?.data?.httpStatus).toEqualTypeOf<number | undefined>();
     expectTypeOf(result.current.inDoubt?.payload).toEqualTypeOf<OrderInput | undefined>();
+  });
+
+  it('a 422 to the first send of a key is final: failed, and the key is retired', async () => {
+    const { shop, render } = setup();
+    const { result } = render();
+    const key = result.current.key;
+    shop.faults.push(422);
+    const outcome = await submit(result, anOrder);
+    expect(outcome).toMatchObject({ status: 'failed', error: { message: 'Out of stock' } });
+    expect(result.current.key).not.toBe(key);
+    expect(result.current.inDoubt).toBeNull();
+  });
+
+  it('a re-sent attempt declined for the first time is final: failed (only a 422 leaves it unresolved)', async () => {
+    const { shop, render } = setup({ maxAttempts: 1 });
+    const { result } = render();
+    const key = result.current.key;
+    shop.faults.push('drop-request');
+    expect((await submit(result, anOrder)).status).toBe('unknown');
+    shop.faults.push(402);
+    expect(await submit(result, anOrder)).toMatchObject({
+      status: 'failed',
+      error: { message: 'Card declined' },
+    });
+    expect(result.current.key).not.toBe(key);
+    expect(result.current.inDoubt).toBeNull();
+  });
+
+  it('a 422 to a re-sent payload the server holds otherwise: unresolved each time, the transformer hint given once', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    const { shop, render, storage } = setup({ maxAttempts: 1 });
+    const { result } = render();
+    const key = result.current.key;
+    shop.faults.push('drop-response'); // the server stored anOrder under the key
+    expect((await submit(result, anOrder)).status).toBe('unknown');
+    // What this tab recorded as sent is not what the server holds (say the links' transformer reshaped it).
+    const record = JSON.parse(storage.getItem('idem:intent:checkout') ?? 'null');
+    storage.setItem(
+      'idem:intent:checkout',
+      JSON.stringify({ ...record, sent: { ...record.sent, payload: JSON.stringify(edited) } }),
+    );
+
+    expect((await submit(result, edited)).status).toBe('unresolved');
+    expect((await submit(result, edited)).status).toBe('unresolved');
+    expect(result.current.key).toBe(key);
+    const hints = warn.mock.calls.filter(([message]) => String(message).includes('pass it as `transformer`'));
+    expect(hints).toEqual([
+      [
+        'useIdempotentMutation: a re-sent payload got 422. If the tRPC links use a transformer, pass it as `transformer`.',
+      ],
+    ]);
+    expect(warn).toHaveBeenCalledOnce();
+  });
+
+  it('gives no transformer hint on an unresolved 422 when the transformer is passed', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    const { shop, render } = setup({ maxAttempts: 1 });
+    const { result } = render({ transformer: superjson });
+    shop.faults.push('drop-request');
+    expect((await submit(result, anOrder)).status).toBe('unknown');
+    shop.faults.push(422);
+    expect((await submit(result, anOrder)).status).toBe('unresolved');
+    expect(warn).not.toHaveBeenCalled();
+  });
+
+  it('"the same payload" is judged by the transformer: under superjson an added undefined property is another request', async () => {
+    const { shop, render } = setup({ maxAttempts: 1 });
+    const { result } = render({ transformer: superjson });
+    shop.faults.push('drop-response');
+    expect((await submit(result, anOrder)).status).toBe('unknown');
+
+    const withNote = { ...anOrder, note: undefined } as OrderInput;
+    const outcome = await submit(result, withNote);
+    expect(outcome).toMatchObject({ status: 'replayed', recoveredInDoubt: true });
+    expect(outcome.input).toStrictEqual(anOrder);
+  });
+
+  it('rejects a payload with no JSON form before sending anything, keeping the intent as it was', async () => {
+    const { shop, render } = setup();
+    const { result } = render();
+    const key = result.current.key;
+    const unsendable = { ...anOrder, total: 10n } as unknown as OrderInput;
+    let failure: unknown;
+    await act(async () => {
+      failure = await result.current.submit(unsendable).catch((error: unknown) => error);
+    });
+    expect(failure).toBeInstanceOf(TypeError);
+    expect(shop.requests).toHaveLength(0);
+    expect(result.current).toMatchObject({ key, inDoubt: null, state: { status: 'idle' } });
+    // Not stuck: the next submission goes out.
+    expect((await submit(result, anOrder)).status).toBe('succeeded');
+  });
+
+  it('rejects a payload that would not survive the serializer (a Date stored as JSON, sent by superjson)', async () => {
+    const { shop, render } = setup();
+    const { result } = render({ transformer: superjson, serializer: jsonSerializer });
+    const dated = { ...anOrder, at: new Date(0) } as unknown as OrderInput;
+    await expect(act(() => result.current.submit(dated))).rejects.toThrow(/serializer/);
+    expect(shop.requests).toHaveLength(0);
+  });
+
+  it("the app's callbacks see the intent's key in their request options", async () => {
+    const { trpc, wrapper, shop } = setup();
+    const storage = tabStorage();
+    const keysSeenOnSuccess: string[] = [];
+    const requests: IdempotentRequestOptions[] = [];
+    const { result } = renderHook(
+      () =>
+        useIdempotentMutation(
+          (request) => {
+            requests.push(request);
+            return trpc.checkout.placeOrder.mutationOptions({
+              ...request,
+              onSuccess: () => {
+                keysSeenOnSuccess.push(request.trpc.context.idempotencyKey);
+              },
+            });
+          },
+          { intentId: 'checkout', storage },
+        ),
+      { wrapper },
+    );
+    const key = result.current.key;
+    expect(key).not.toBeNull();
+    expect(requests.at(-1)?.trpc.context.idempotencyKey).toBe(key);
+    expect((await submit(result, anOrder)).status).toBe('succeeded');
+    expect(keysSeenOnSuccess).toEqual([key]);
+    expect(shop.requests.map((request) => request.key)).toEqual([key]);
+  });
+
+  it('fails a submission clearly when mutationOptions gives no mutationFn', async () => {
+    const { trpc, wrapper, shop, storage } = setup();
+    const { result } = renderHook(
+      () =>
+        useIdempotentMutation(
+          (request) => ({ ...trpc.checkout.placeOrder.mutationOptions(request), mutationFn: undefined }),
+          { intentId: 'checkout', storage },
+        ),
+      { wrapper },
+    );
+    const outcome = await submit(result, anOrder);
+    expect(outcome.error).toMatchObject({
+      message: 'useIdempotentMutation: not sent by submit(), or no mutationFn',
+    });
+    expect(shop.requests).toHaveLength(0);
+  });
+
+  it('shows each attempt while it is in flight: the first as sending, a later one as retrying', async () => {
+    const shop = createFakeShop();
+    const { sleep } = recordingSleep();
+    /** Holds each request until the test lets it go on. */
+    const held: Array<() => void> = [];
+    const holdingLink: TRPCLink<FakeShopRouter> =
+      () =>
+      ({ next, op }) =>
+        observable((observer) => {
+          let subscription: { unsubscribe(): void } | undefined;
+          held.push(() => {
+            subscription = next(op).subscribe(observer);
+          });
+          return () => subscription?.unsubscribe();
+        });
+    const queryClient = new QueryClient();
+    const client = createTRPCClient<FakeShopRouter>({
+      links: [idempotentRetryLink({ sleep, random: () => 1 }), holdingLink, shop.terminatingLink()],
+    });
+    const trpc = createTRPCOptionsProxy<FakeShopRouter>({ client, queryClient });
+    const wrapper = ({ children }: { children: ReactNode }) =>
+      createElement(QueryClientProvider, { client: queryClient }, children);
+    const storage = tabStorage();
+    const { result } = renderHook(
+      () =>
+        useIdempotentMutation((request) => trpc.checkout.placeOrder.mutationOptions(request), {
+          intentId: 'x',
+          storage,
+        }),
+      { wrapper },
+    );
+    shop.faults.push(503);
+
+    let done: Promise<unknown> = Promise.resolve();
+    act(() => {
+      done = result.current.submit(anOrder);
+    });
+    await vi.waitFor(() => expect(held).toHaveLength(1));
+    expect(result.current.state).toMatchObject({ status: 'sending', attempt: 1, error: null });
+    await act(async () => held[0]?.());
+    await vi.waitFor(() => expect(held).toHaveLength(2));
+    expect(result.current.state).toMatchObject({
+      status: 'retrying',
+      attempt: 2,
+      error: { data: { httpStatus: 503 } },
+    });
+    await act(async () => {
+      held[1]?.();
+      await done;
+    });
+    expect(result.current.state).toMatchObject({ status: 'succeeded', attempt: 2, error: null });
+  });
+
+  it('reset() when another tab already forgot the intent: accepted, a new key', () => {
+    const { render, storage } = setup();
+    const { result } = render();
+    const key = result.current.key;
+    storage.removeItem('idem:intent:checkout');
+    let accepted: boolean | undefined;
+    act(() => {
+      accepted = result.current.reset();
+    });
+    expect(accepted).toBe(true);
+    expect(result.current.key).not.toBeNull();
+    expect(result.current.key).not.toBe(key);
+  });
+
+  it('submit and reset act on the new intent when intentId changes', async () => {
+    const { trpc, wrapper, shop } = setup();
+    const storage = tabStorage();
+    const { result, rerender } = renderHook(
+      ({ intentId }) =>
+        useIdempotentMutation((request) => trpc.checkout.placeOrder.mutationOptions(request), {
+          intentId,
+          storage,
+        }),
+      { wrapper, initialProps: { intentId: 'cart-1' } },
+    );
+    const first = result.current.key;
+    rerender({ intentId: 'cart-2' });
+    const second = result.current.key;
+    expect(second).not.toBe(first);
+
+    act(() => {
+      result.current.reset();
+    });
+    const renewed = result.current.key;
+    expect(renewed).not.toBe(second);
+    expect(JSON.parse(storage.getItem('idem:intent:cart-1') ?? 'null')).toMatchObject({ key: first });
+
+    expect((await submit(result, anOrder)).status).toBe('succeeded');
+    expect(shop.requests.map((request) => request.key)).toEqual([renewed]);
+    expect(JSON.parse(storage.getItem('idem:intent:cart-1') ?? 'null')).toMatchObject({
+      key: first,
+      sent: null,
+    });
   });
 });
