@@ -456,6 +456,29 @@ describe('idempotentRetryLink: what it reports, and an abort during the backoff'
     ]);
   });
 
+  // A custom transport may hand over a response-like without a numeric status (only its headers): the final
+  // error is still the server's answer — reported as a response, `replayed` read from its headers.
+  it('reports a final error whose response has no status as the server’s answer, replayed from its headers', async () => {
+    const declined = TRPCClientError.from(
+      { error: { code: -32000, message: 'Card declined', data: { code: 'PAYMENT_REQUIRED' } } },
+      { meta: { response: { headers: new Headers({ 'Idempotent-Replayed': 'true' }) } } },
+    );
+    const events: RetryLinkEvent[] = [];
+    const client = createTRPCClient<FakeShopRouter>({
+      links: [idempotentRetryLink<FakeShopRouter>(), failingLink(declined)],
+    });
+    const context = {
+      idempotencyKey: randomUUID(),
+      idempotencyObserver: (event: RetryLinkEvent) => events.push(event),
+    };
+
+    expect(await failure(client.checkout.placeOrder.mutate(anOrder, { context }))).toBe(declined);
+    expect(events).toEqual([
+      { type: 'attempt', attempt: 1, maxAttempts: 5 },
+      { type: 'response', ok: false, replayed: true, status: undefined },
+    ]);
+  });
+
   // …and a failure that got no answer at all and is not retried (the request's own timeout signal fired) is
   // not reported as a response: the app must not show it as the server's verdict.
   it('does not report a response for a final failure that got no answer (a timeout)', async () => {
