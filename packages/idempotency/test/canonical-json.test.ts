@@ -58,4 +58,27 @@ describe('canonicalJson', () => {
     cycle.self = cycle;
     expect(() => canonicalJson(cycle)).toThrow(RangeError);
   });
+
+  // What it refuses, it says: the message names the value (it becomes the cause of the wire form's TypeError,
+  // which is what a developer sees for an input the layer cannot fingerprint).
+  it('says what it refused: the number, or a lone surrogate', () => {
+    expect(() => canonicalJson({ n: Number.NaN })).toThrow(new TypeError('NaN is not JSON'));
+    expect(() => canonicalJson([Number.NEGATIVE_INFINITY])).toThrow(new TypeError('-Infinity is not JSON'));
+    expect(() => canonicalJson('a\uDC00')).toThrow(new TypeError('A lone surrogate is not JSON'));
+  });
+
+  // Like JSON.stringify (and canonicalize): a boxed primitive is written as its value, not as an object.
+  it('writes a boxed number, string or boolean as its value', () => {
+    const boxed = { n: Object(1.5), s: Object('ab'), b: Object(false) };
+    expect(canonicalJson(boxed)).toBe('{"b":false,"n":1.5,"s":"ab"}');
+    expect(canonicalJson(boxed)).toBe(canonicalize(boxed));
+    expect(canonicalJson([Object(0), Object('')])).toBe('[0,""]');
+  });
+
+  // Like JSON.stringify: only a toJSON *function* is called; any other toJSON is a property like the rest.
+  it('takes a toJSON that is not a function as a plain property', () => {
+    const value = { toJSON: 'not a function', a: 1 };
+    expect(canonicalJson(value)).toBe('{"a":1,"toJSON":"not a function"}');
+    expect(canonicalJson(value)).toBe(JSON.stringify({ a: 1, toJSON: 'not a function' }));
+  });
 });

@@ -4,8 +4,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { getEventListeners } from 'node:events';
-import { createTRPCClient, TRPCClientError, type TRPCLink } from '@trpc/client';
-import { observable } from '@trpc/server/observable';
+import {
+  createTRPCClient,
+  type Operation,
+  type OperationResultEnvelope,
+  TRPCClientError,
+  type TRPCClientRuntime,
+  type TRPCLink,
+} from '@trpc/client';
+import { type Observer, observable } from '@trpc/server/observable';
 import { afterEach, beforeEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
 import {
   abortableSleep,
@@ -234,6 +241,8 @@ describe('idempotentRetryLink', () => {
       expect(shop.requestsTo('checkout.placeOrder')).toHaveLength(0);
       for (const error of [missing, unusable]) {
         expect(error.cause).toBeInstanceOf(MissingIdempotencyKeyError);
+        // By its name too: where instanceof fails (two copies of the package in one bundle) and in logs.
+        expect(error.cause?.name).toBe('MissingIdempotencyKeyError');
         expect(error.message).toMatch(/^checkout\.placeOrder is idempotent: call it with a key/);
         // Nothing a retry would change: a retrying caller must not take it for a lost response.
         expect(classifyFailure(error)).toBe('final');
@@ -316,8 +325,9 @@ describe('idempotentRetryLink', () => {
     const { shop, client } = setup();
     shop.faults.push('drop-request');
     const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const bug = new Error('observer bug');
     const observer = () => {
-      throw new Error('observer bug');
+      throw bug;
     };
     try {
       await expect(
@@ -326,6 +336,8 @@ describe('idempotentRetryLink', () => {
         }),
       ).resolves.toMatchObject({ id: 1 });
       expect(logged).toHaveBeenCalledTimes(4); // attempt, retrying, attempt, response
+      // The log says whose bug it is, and carries the observer's own error.
+      expect(logged).toHaveBeenCalledWith('idempotentRetryLink: idempotencyObserver threw', bug);
     } finally {
       logged.mockRestore();
     }
@@ -444,6 +456,29 @@ describe('idempotentRetryLink: what it reports, and an abort during the backoff'
     ]);
   });
 
+  // A custom transport may hand over a response-like without a numeric status (only its headers): the final
+  // error is still the server's answer — reported as a response, `replayed` read from its headers.
+  it('reports a final error whose response has no status as the server’s answer, replayed from its headers', async () => {
+    const declined = TRPCClientError.from(
+      { error: { code: -32000, message: 'Card declined', data: { code: 'PAYMENT_REQUIRED' } } },
+      { meta: { response: { headers: new Headers({ 'Idempotent-Replayed': 'true' }) } } },
+    );
+    const events: RetryLinkEvent[] = [];
+    const client = createTRPCClient<FakeShopRouter>({
+      links: [idempotentRetryLink<FakeShopRouter>(), failingLink(declined)],
+    });
+    const context = {
+      idempotencyKey: randomUUID(),
+      idempotencyObserver: (event: RetryLinkEvent) => events.push(event),
+    };
+
+    expect(await failure(client.checkout.placeOrder.mutate(anOrder, { context }))).toBe(declined);
+    expect(events).toEqual([
+      { type: 'attempt', attempt: 1, maxAttempts: 5 },
+      { type: 'response', ok: false, replayed: true, status: undefined },
+    ]);
+  });
+
   // …and a failure that got no answer at all and is not retried (the request's own timeout signal fired) is
   // not reported as a response: the app must not show it as the server's verdict.
   it('does not report a response for a final failure that got no answer (a timeout)', async () => {
@@ -549,4 +584,191 @@ describe('abortableSleep (the link’s default wait)', () => {
     expect(vi.getTimerCount()).toBe(0);
     expect(getEventListeners(signal, 'abort')).toHaveLength(0);
   });
+});
+
+/** An attempt the link sent, still open until the test answers it. */
+type OpenAttempt = {
+  observer: Observer<OperationResultEnvelope<unknown, TRPCClientError<never>>, TRPCClientError<never>>;
+  unsubscribed: boolean;
+};
+
+/**
+ * The link on its own, as the next link (or tRPC's client) subscribes to it: a terminating link whose every
+ * attempt stays open until the test answers it (`attempts[i].observer`), and a consumer that records what it gets.
+ */
+function linkAlone(
+  options: IdempotentRetryLinkOptions = {},
+  opOverrides: Partial<Pick<Operation, 'type' | 'path' | 'signal'>> & { context?: Operation['context'] } = {},
+) {
+  const attempts: OpenAttempt[] = [];
+  const events: RetryLinkEvent[] = [];
+  const received: unknown[][] = [];
+  const op: Operation = {
+    id: 1,
+    type: 'mutation',
+    path: 'checkout.placeOrder',
+    input: anOrder,
+    context: {
+      idempotencyKey: randomUUID(),
+      idempotencyObserver: (event: RetryLinkEvent) => events.push(event),
+    },
+    signal: null,
+    ...opOverrides,
+  };
+  const sent: Operation[] = [];
+  const subscription = idempotentRetryLink({ random: () => 1, ...options })({} as TRPCClientRuntime)({
+    op,
+    next: (sentOp) =>
+      observable((observer) => {
+        sent.push(sentOp);
+        const attempt = { observer, unsubscribed: false };
+        attempts.push(attempt);
+        return () => {
+          attempt.unsubscribed = true;
+        };
+      }),
+  }).subscribe({
+    next: (envelope) => received.push(['next', envelope]),
+    error: (error) => received.push(['error', error]),
+    complete: () => received.push(['complete']),
+  });
+  return { attempts, events, received, sent, subscription };
+}
+
+const unavailable = () =>
+  TRPCClientError.from({
+    error: { code: -32603, message: 'Unavailable', data: { code: 'INTERNAL_SERVER_ERROR', httpStatus: 503 } },
+  });
+const declinedCard = () =>
+  TRPCClientError.from({
+    error: { code: -32000, message: 'Card declined', data: { code: 'PAYMENT_REQUIRED', httpStatus: 402 } },
+  });
+const anEnvelope = { result: { type: 'data' as const, data: { id: 1 } } };
+
+/** Lets every callback already due run (microtasks, then one turn of the event loop). */
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('idempotentRetryLink as an observable (what the next link, or tRPC, subscribes to)', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  // A consumer other than tRPC's promise (a link after it, a subscription-style observer) learns the call is
+  // over from `complete`: it must come, after the result.
+  it('passes the result and then the completion on to its consumer', () => {
+    const { attempts, received } = linkAlone();
+    attempts[0]?.observer.next(anEnvelope);
+    attempts[0]?.observer.complete();
+    expect(received).toEqual([['next', anEnvelope], ['complete']]);
+  });
+
+  // The consumer left (a React component unmounted) while the request was out; a transport may still deliver
+  // its answer. It must reach no one: not the consumer, not the observer as a "response".
+  it('after the consumer unsubscribes, a late answer of the abandoned attempt reaches no one', () => {
+    const { attempts, events, received, subscription } = linkAlone();
+    subscription.unsubscribe();
+    expect(attempts[0]?.unsubscribed).toBe(true);
+
+    attempts[0]?.observer.next(anEnvelope);
+    attempts[0]?.observer.complete();
+    expect(received).toEqual([]);
+    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 5 }]);
+  });
+
+  // …and a late retryable failure of that attempt must not start a retry nobody is waiting for.
+  it('after the consumer unsubscribes, a late retryable failure starts no retry', async () => {
+    const sleep = vi.fn(() => Promise.resolve());
+    const { attempts, events, received, sent, subscription } = linkAlone({ sleep });
+    subscription.unsubscribe();
+
+    attempts[0]?.observer.error(unavailable());
+    await settle();
+    expect(sleep).not.toHaveBeenCalled();
+    expect(sent).toHaveLength(1);
+    expect(received).toEqual([]);
+    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 5 }]);
+  });
+
+  // Unsubscribing is how tRPC and React Query cancel without an AbortSignal: the backoff must end with it —
+  // no timer left, no attempt sent later, nothing delivered to a consumer that has gone.
+  it('unsubscribing during the backoff ends the wait: its timer cleared, nothing more sent or delivered', async () => {
+    const { attempts, events, received, sent, subscription } = linkAlone();
+    attempts[0]?.observer.error(unavailable());
+    expect(events.at(-1)).toMatchObject({ type: 'retrying', attempt: 1, delayMs: 500 });
+    expect(vi.getTimerCount()).toBe(1);
+
+    subscription.unsubscribe();
+    expect(vi.getTimerCount()).toBe(0);
+    await settle();
+    vi.runAllTimers();
+    await settle();
+    expect(sent).toHaveLength(1);
+    expect(received).toEqual([]);
+  });
+
+  // A custom `sleep` may fail on its own (no timers where it runs, a bug): the call must end — with the failure
+  // it was about to retry — rather than hang, also when the caller gave no signal.
+  it('a sleep that fails ends the call with the failure it was waiting to retry (no signal given)', async () => {
+    const failure503 = unavailable();
+    const { attempts, received, sent } = linkAlone({
+      sleep: () => Promise.reject(new Error('no timers here')),
+    });
+    attempts[0]?.observer.error(failure503);
+    await settle();
+    expect(received).toEqual([['error', failure503]]);
+    expect(sent).toHaveLength(1);
+  });
+
+  // One AbortController often serves a whole page: each call must take its listener off the signal when it ends,
+  // or they pile up for as long as the page lives.
+  it.each([
+    [
+      'a result',
+      (attempt: OpenAttempt) => {
+        attempt.observer.next(anEnvelope);
+        attempt.observer.complete();
+      },
+    ],
+    [
+      'a final failure',
+      (attempt: OpenAttempt) => {
+        attempt.observer.error(declinedCard());
+      },
+    ],
+  ])('leaves no listener on the caller’s signal once the call ends with %s', (_name, end) => {
+    const controller = new AbortController();
+    const { attempts, received } = linkAlone({}, { signal: controller.signal });
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    const [attempt] = attempts;
+    if (attempt === undefined) throw new Error('no attempt was sent');
+    end(attempt);
+    expect(received.length).toBeGreaterThan(0);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('leaves no listener on the caller’s signal when the consumer unsubscribes during the backoff', async () => {
+    const controller = new AbortController();
+    const { attempts, subscription } = linkAlone({}, { signal: controller.signal });
+    attempts[0]?.observer.error(unavailable());
+    subscription.unsubscribe();
+    await settle();
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
+  // `requireKeyFor` is about mutations: a query (or subscription) to a listed path — possible from untyped code —
+  // passes through as any query does, never refused for a key it does not need.
+  it.each(['query', 'subscription'] as const)(
+    'requireKeyFor holds back only mutations: a %s without a key passes',
+    (type) => {
+      const { sent, received } = linkAlone(
+        { requireKeyFor: { 'checkout.placeOrder': true } },
+        { type, context: {} },
+      );
+      expect(sent).toHaveLength(1);
+      expect(received).toEqual([]);
+    },
+  );
 });

@@ -22,7 +22,12 @@ import {
   tooManyInFlightError,
   unstableScopeError,
 } from '../src/core/errors.ts';
-import { IdempotencyError, IdempotencyErrorCode, unstableScope } from '../src/index.ts';
+import {
+  IdempotencyError,
+  IdempotencyErrorCode,
+  IdempotencyStoreSetupError,
+  unstableScope,
+} from '../src/index.ts';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../src/prisma/index.ts';
 import { createIdempotency } from '../src/trpc/index.ts';
 import { connectWithOwnTable, uniqueScope } from './support/db.ts';
@@ -30,67 +35,94 @@ import { keyRows, requestContext, type TestContext, trpcFailure } from './suppor
 
 describe('every refusal: its status, its code, and what to do', () => {
   // The contract's table: 400 the client's request is unusable, 409 wait and retry the same key, 422 a new
-  // key for a new request, 429 too many keys in flight.
+  // key for a new request, 429 too many keys in flight. The message is what a client developer reads in the
+  // response: it is pinned whole — what went wrong, and what to send instead. (Each error is made inside the
+  // test, not when the table is built.)
   it.each([
     [
       'missing key',
-      missingKeyError(),
+      () => missingKeyError(),
       IdempotencyErrorCode.missingKey,
       400,
-      /requires an Idempotency-Key header/,
+      'This operation requires an Idempotency-Key header (a UUID per intent, reused on every retry).',
     ],
     [
       'malformed key',
-      malformedKeyError('it is empty'),
+      () => malformedKeyError('it is empty'),
       IdempotencyErrorCode.malformedKey,
       400,
-      /malformed: it is empty\./,
+      'The Idempotency-Key header is malformed: it is empty. Send 1–255 printable ASCII characters.',
     ],
-    ['batched', batchedError(), IdempotencyErrorCode.batched, 400, /must be sent alone, not in a batch/],
-    ['invalid input', invalidInputError(), IdempotencyErrorCode.invalidInput, 400, /cannot be fingerprinted/],
+    [
+      'batched',
+      () => batchedError(),
+      IdempotencyErrorCode.batched,
+      400,
+      'An idempotent mutation must be sent alone, not in a batch: its Idempotency-Key belongs to one operation.',
+    ],
+    [
+      'invalid input',
+      () => invalidInputError(),
+      IdempotencyErrorCode.invalidInput,
+      400,
+      'The request input cannot be fingerprinted for its Idempotency-Key: it is nested too deeply or holds a ' +
+        'string that is not valid Unicode (e.g. a lone surrogate).',
+    ],
     [
       'in progress',
-      inProgressError(2),
+      () => inProgressError(2),
       IdempotencyErrorCode.inProgress,
       409,
-      /still being processed.*same key/,
+      'A request with this Idempotency-Key is still being processed. Retry after a moment with the same key.',
     ],
     [
       'lease lost',
-      leaseLostError(3),
+      () => leaseLostError(3),
       IdempotencyErrorCode.leaseLost,
       409,
-      /took over.*Retry with the same key/,
+      'This request took too long and another attempt with the same Idempotency-Key took over. Retry with the ' +
+        'same key.',
     ],
-    ['key reused', keyReusedError(), IdempotencyErrorCode.keyReused, 422, /different request.*Use a new key/],
+    [
+      'key reused',
+      () => keyReusedError(),
+      IdempotencyErrorCode.keyReused,
+      422,
+      'This Idempotency-Key was already used with a different request. Use a new key for a new request.',
+    ],
     [
       'too many',
-      tooManyInFlightError(4, 5),
+      () => tooManyInFlightError(4, 5),
       IdempotencyErrorCode.tooManyInFlight,
       429,
-      /at most 4 Idempotency-Keys/,
+      'Too many requests in progress: at most 4 Idempotency-Keys may be in flight at once for one caller. ' +
+        'Nothing was done; retry after a moment (the same key is fine).',
     ],
     [
       'unstable scope',
-      unstableScopeError('Keep the cookie.'),
+      () => unstableScopeError('Keep the cookie.'),
       IdempotencyErrorCode.unstableScope,
       400,
-      /no stable principal.*Keep the cookie\.$/,
+      'This request has no stable principal for its Idempotency-Key, so a retry could not be recognised and ' +
+        'nothing was done. Keep the cookie.',
     ],
     [
       'streamed',
-      streamedError(),
+      () => streamedError(),
       IdempotencyErrorCode.streamed,
       400,
-      /streamed response.*send it without trpc-accept/,
+      'An idempotent mutation cannot be sent on a streamed response (trpc-accept: application/jsonl, ' +
+        'httpBatchStreamLink): its status and headers (Idempotent-Replayed, Retry-After) are sent before the ' +
+        'result. Nothing was done; send it without trpc-accept (httpLink).',
     ],
-  ])('%s', (_name, error, code, status, message) => {
+  ])('%s', (_name, makeError, code, status, message) => {
+    const error = makeError();
     expect(error).toBeInstanceOf(IdempotencyError);
     expect(error).toBeInstanceOf(Error);
     expect(error.name).toBe('IdempotencyError');
     expect(error.code).toBe(code);
     expect(error.httpStatus).toBe(status);
-    expect(error.message).toMatch(message);
+    expect(error.message).toBe(message);
   });
 
   it('409 and 429 carry the seconds to wait; nothing else does', () => {
@@ -99,6 +131,16 @@ describe('every refusal: its status, its code, and what to do', () => {
     expect(tooManyInFlightError(4, 5).retryAfterSeconds).toBe(5);
     for (const error of [missingKeyError(), keyReusedError(), batchedError(), streamedError()])
       expect(error.retryAfterSeconds).toBeUndefined();
+  });
+
+  // A server fault, not a refusal: what the server's logs show must name it, with its how-to-fix message.
+  it('a store that is not set up is an IdempotencyStoreSetupError by name, with its message', () => {
+    const error = new IdempotencyStoreSetupError('Run the migration that creates the idempotency table.');
+    expect(error).toBeInstanceOf(Error);
+    expect(error.name).toBe('IdempotencyStoreSetupError');
+    expect(String(error)).toBe(
+      'IdempotencyStoreSetupError: Run the migration that creates the idempotency table.',
+    );
   });
 });
 

@@ -105,3 +105,19 @@ describe('fingerprintRequest', () => {
     );
   });
 });
+
+describe('canonicalWireForm', () => {
+  // What fingerprintRequest (server) and the payload comparison (browser) raise for an input with no JSON form:
+  // one TypeError saying so, with the precise reason as its cause.
+  it('refuses an input with no JSON form with a TypeError that says so, its reason as the cause', () => {
+    let thrown: unknown;
+    try {
+      canonicalWireForm({ total: Number.NaN });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(TypeError);
+    expect((thrown as TypeError).message).toBe('The request input cannot be represented as canonical JSON.');
+    expect((thrown as TypeError).cause).toEqual(new TypeError('NaN is not JSON'));
+  });
+});

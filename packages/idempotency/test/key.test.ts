@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { IdempotencyError, IdempotencyErrorCode, MAX_KEY_LENGTH, parseIdempotencyKey } from '../src/index.ts';
+import {
+  IdempotencyError,
+  IdempotencyErrorCode,
+  isValidIdempotencyKey,
+  MAX_KEY_LENGTH,
+  parseIdempotencyKey,
+} from '../src/index.ts';
 
 const uuid = '8e03978e-40d5-43e8-bc93-6894a57f9324';
 
@@ -125,5 +131,23 @@ describe('parseIdempotencyKey: rejected values', () => {
     expect(parseIdempotencyKey(new Headers({ 'Idempotency-Key': uuid }).get('Idempotency-Key'))).toBe(uuid);
     // Absent: Headers.get gives null → missing.
     expect(rejection(new Headers().get('Idempotency-Key')).code).toBe(IdempotencyErrorCode.missingKey);
+  });
+});
+
+// The browser's check (the retry link, the intent store) must accept exactly what the server's parser accepts:
+// a key it passes that the server refuses would be re-sent in vain; one it refuses the server takes is lost.
+describe('isValidIdempotencyKey: the same rule as the server', () => {
+  it(`accepts 1 to ${MAX_KEY_LENGTH} printable ASCII characters, like parseIdempotencyKey`, () => {
+    for (const key of ['x', uuid, 'order 42: #1 ~ok~', 'k'.repeat(255)]) {
+      expect(isValidIdempotencyKey(key)).toBe(true);
+      expect(parseIdempotencyKey(key)).toBe(key);
+    }
+  });
+
+  it(`refuses an empty key, ${MAX_KEY_LENGTH + 1} characters, or a non-printable or non-ASCII one`, () => {
+    for (const key of ['', 'k'.repeat(256), 'clé', 'a\nb', 'a\u007fb']) {
+      expect(isValidIdempotencyKey(key)).toBe(false);
+      expect(rejection(key).code).toBe(IdempotencyErrorCode.malformedKey);
+    }
   });
 });

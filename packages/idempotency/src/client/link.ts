@@ -60,8 +60,8 @@ export interface IdempotentRetryLinkOptions<TRouter extends AnyTRPCRouter = AnyT
  * the signal's reason itself when it is one already (`controller.abort()`, `AbortSignal.timeout`), else an
  * AbortError with the reason's message that carries an Error reason as its `cause`.
  */
-function abortError(signal: AbortSignal | null | undefined): Error {
-  const reason: unknown = signal?.reason;
+function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
   if (reason instanceof Error && isAbortError(reason)) return reason;
   const error = reason instanceof Error ? new Error(reason.message, { cause: reason }) : new Error('Aborted');
   error.name = 'AbortError';
@@ -139,7 +139,8 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
             finish();
             observer.error(error);
           };
-          const failAborted = () => fail(TRPCClientError.from(abortError(signal)));
+          // `waiting` carries the caller's abort reason (`onAbort`); it is aborted whenever this is called.
+          const failAborted = () => fail(TRPCClientError.from(abortError(waiting.signal)));
 
           const send = () => {
             attempt += 1;
@@ -170,7 +171,7 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
                 notify({ type: 'retrying', attempt, delayMs, reason, error });
                 wait(delayMs, waiting.signal).then(
                   () => {
-                    if (done) return;
+                    // The consumer leaving (`done`) aborted `waiting` too: `fail` then does nothing.
                     if (waiting.signal.aborted) failAborted();
                     else send();
                   },

@@ -13,5 +13,5 @@ import { canonicalWireForm, type WireTransformer } from './wire-form.ts';
 export function fingerprintRequest(path: string, input: unknown, transformer?: WireTransformer): string {
   // JCS of { path, input }: its two keys sorted ("input" < "path"), no whitespace, strings as JSON.stringify.
   const canonical = `{"input":${canonicalWireForm(input, transformer)},"path":${JSON.stringify(path)}}`;
-  return createHash('sha256').update(canonical, 'utf8').digest('hex');
+  return createHash('sha256').update(canonical).digest('hex');
 }
