@@ -19,12 +19,9 @@ export interface DatabaseOptions {
   statementName?: (sql: string) => string;
 }
 
-export function createPrismaClient({
-  connectionString,
-  max = 10,
-  statementName,
-}: DatabaseOptions): PrismaClient {
-  const adapter = new PrismaPg(
+/** The pg driver adapter every client of this repo uses (wrap it before `createPrismaClient({ adapter })`). */
+export function pgAdapter({ connectionString, max = 10, statementName }: DatabaseOptions): PrismaPg {
+  return new PrismaPg(
     { connectionString, max },
     {
       // A dropped connection (Postgres restart, network cut) must surface as a failed query,
@@ -33,7 +30,14 @@ export function createPrismaClient({
       ...(statementName ? { statementNameGenerator: (query) => statementName(query.sql) } : {}),
     },
   );
-  return new PrismaClient({ adapter });
+}
+
+/**
+ * A client on `pgAdapter(options)`, or on the given `adapter` — e.g. `withIdempotencyFastPath(pgAdapter(…))`
+ * from `@idem/idempotency/prisma`, which the idempotency store is then given too.
+ */
+export function createPrismaClient(options: DatabaseOptions | { adapter: PrismaPg }): PrismaClient {
+  return new PrismaClient({ adapter: 'adapter' in options ? options.adapter : pgAdapter(options) });
 }
 
 export type Database = PrismaClient;

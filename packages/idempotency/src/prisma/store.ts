@@ -10,6 +10,7 @@ import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/recor
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
 import { expiredBatchDelete } from './expired-batch.ts';
+import { fastPathOf } from './fast-path.ts';
 import { explainingMissingTable } from './missing-table.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE, hasPostgresCode, quoteTable } from './sql.ts';
 import { marked } from './statement-names.ts';
@@ -31,6 +32,12 @@ export interface PrismaStoreOptions {
    * the claim inside the transaction.
    */
   completedRead?: boolean;
+  /**
+   * The client's driver adapter factory wrapped by `withIdempotencyFastPath` (the same object given to
+   * `new PrismaClient({ adapter })`): the store's statements then go straight to that adapter, on the
+   * transaction Prisma opened, instead of through Prisma's raw-query path (fast-path.ts). Default: through Prisma.
+   */
+  fastPath?: object;
 }
 
 interface RecordRow {
@@ -85,7 +92,12 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   const deleteExpired = expiredBatchDelete(tableName);
   const where = 'scope = $1 and procedure = $2 and key = $3';
   const keyParams = (key: RecordKey) => [key.scope, key.procedure, key.key];
-  const on = (tx?: SqlExecutor): SqlExecutor => tx ?? db;
+  const fastPath = options.fastPath === undefined ? undefined : fastPathOf(options.fastPath);
+  if (options.fastPath !== undefined && !fastPath)
+    throw new TypeError(
+      'createPrismaIdempotencyStore: fastPath must be an adapter from withIdempotencyFastPath',
+    );
+  const on = (tx?: SqlExecutor): SqlExecutor => fastPath?.executor(tx) ?? tx ?? db;
 
   const selectRecordSql = `
     select scope, procedure, key, fingerprint, state, response, lease_owner,
@@ -99,7 +111,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   );
 
   async function findCompleted(key: RecordKey): Promise<IdempotencyRecord | null> {
-    const rows = await db.$queryRawUnsafe<RecordRow[]>(selectCompleted, ...keyParams(key));
+    const rows = await on().$queryRawUnsafe<RecordRow[]>(selectCompleted, ...keyParams(key));
     const row = rows[0];
     return row ? toRecord(row) : null;
   }
@@ -277,7 +289,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   );
 
   async function renewLease(key: RecordKey, owner: string, leaseSeconds: number): Promise<boolean> {
-    const count = await db.$executeRawUnsafe(renewSql, ...keyParams(key), owner, leaseSeconds);
+    const count = await on().$executeRawUnsafe(renewSql, ...keyParams(key), owner, leaseSeconds);
     return count === 1;
   }
 
@@ -298,7 +310,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     },
 
     async release(key, owner) {
-      const count = await db.$executeRawUnsafe(releaseSql, ...keyParams(key), owner);
+      const count = await on().$executeRawUnsafe(releaseSql, ...keyParams(key), owner);
       return count === 1;
     },
 
@@ -306,19 +318,22 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     ...(options.completedRead === true ? { findCompleted } : {}),
 
     async countReplay(key) {
-      await db.$executeRawUnsafe(countReplaySql, ...keyParams(key));
+      await on().$executeRawUnsafe(countReplaySql, ...keyParams(key));
     },
 
     transaction<T>(fn: (tx: PrismaTransactionLike<TClient>) => Promise<T>, options: TransactionOptions) {
-      return db.$transaction(
-        (tx) => {
-          // Bounds the wait on a concurrent duplicate's uncommitted claim: set by the claim statement itself
-          // (no extra round trip), for this transaction only.
-          lockTimeouts.set(tx, options.lockTimeoutMs);
-          return fn(tx);
-        },
-        { maxWait: options.timeoutMs, timeout: options.timeoutMs + options.lockTimeoutMs },
-      );
+      const open = () =>
+        db.$transaction(
+          (tx) => {
+            fastPath?.bind(tx);
+            // Bounds the wait on a concurrent duplicate's uncommitted claim: set by the claim statement itself
+            // (no extra round trip), for this transaction only.
+            lockTimeouts.set(tx, options.lockTimeoutMs);
+            return fn(tx);
+          },
+          { maxWait: options.timeoutMs, timeout: options.timeoutMs + options.lockTimeoutMs },
+        );
+      return fastPath ? fastPath.run(open) : open();
     },
 
     isLockTimeout: (error) => hasPostgresCode(error, '55P03', /lock timeout/i),

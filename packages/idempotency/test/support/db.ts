@@ -31,6 +31,15 @@ export function connect(max = 10): Database {
  * statements are prepared, as the app configures it, unless `prepared` is false.
  */
 export async function connectWithOwnTable(max = 10, { prepared = true } = {}): Promise<Database> {
+  return createPrismaClient({
+    connectionString: await ownTableUrl(),
+    max,
+    ...(prepared ? { statementName: idempotencyStatementName } : {}),
+  });
+}
+
+/** A connection string whose `search_path` is a new schema holding only the library's key table (see above). */
+export async function ownTableUrl(): Promise<string> {
   const schema = uniqueTableName('idem_lib');
   const setup = createPrismaClient({ connectionString: databaseUrl(), max: 1 });
   try {
@@ -40,11 +49,7 @@ export async function connectWithOwnTable(max = 10, { prepared = true } = {}): P
   } finally {
     await setup.$disconnect();
   }
-  return createPrismaClient({
-    connectionString: withSearchPath(databaseUrl(), schema),
-    max,
-    ...(prepared ? { statementName: idempotencyStatementName } : {}),
-  });
+  return withSearchPath(databaseUrl(), schema);
 }
 
 /** `url` with libpq's `options` set so every connection of the pool starts with `search_path = schema`. */

@@ -1,0 +1,376 @@
+/**
+ * The Postgres store on the fast path (`withIdempotencyFastPath`): its statements go straight to Prisma's pg
+ * adapter, on the transaction Prisma opened. The whole store contract again, then what the fast path itself
+ * must keep: the store's statements really skip Prisma's query path, they land in the request's transaction
+ * (commit and roll back with the procedure's writes, also when the procedure opens a transaction of its own),
+ * and a statement sent after Prisma closed the transaction never runs outside it.
+ */
+import { randomUUID } from 'node:crypto';
+import { createPrismaClient, type Database, PrismaClient, pgAdapter } from '@idem/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RecordKey } from '../src/index.ts';
+import { fastPathOf } from '../src/prisma/fast-path.ts';
+import {
+  createPrismaIdempotencyStore,
+  idempotencyStatementName,
+  type PrismaTransactionLike,
+  withIdempotencyFastPath,
+} from '../src/prisma/index.ts';
+import { ownTableUrl } from './support/db.ts';
+import { describeStoreContract, type StoreBackend } from './support/store-contract.ts';
+import { claimRequest, keyOf, output } from './support/store-fixtures.ts';
+
+type Tx = PrismaTransactionLike<Database>;
+
+let url: string;
+let db: Database;
+let adapter: ReturnType<typeof withIdempotencyFastPath<ReturnType<typeof pgAdapter>>>;
+let store: ReturnType<typeof createPrismaIdempotencyStore<Database>>;
+/** Every statement Prisma itself sent (its query events): the fast path's never appear here. */
+const prismaQueries: string[] = [];
+
+beforeAll(async () => {
+  url = await ownTableUrl();
+  adapter = withIdempotencyFastPath(
+    pgAdapter({ connectionString: url, statementName: idempotencyStatementName }),
+  );
+  const client = new PrismaClient({ adapter, log: [{ emit: 'event', level: 'query' }] });
+  client.$on('query', (event) => prismaQueries.push(event.query));
+  db = client;
+  store = createPrismaIdempotencyStore(db, { fastPath: adapter });
+  await db.$executeRawUnsafe('create table effects (scope text not null, who text not null)');
+});
+afterAll(async () => {
+  await db.$disconnect();
+});
+
+const where = 'scope = $1 and procedure = $2 and key = $3';
+const keyParams = (key: RecordKey) => [key.scope, key.procedure, key.key];
+const rowCount = async (key: RecordKey) =>
+  (
+    await db.$queryRawUnsafe<Array<{ n: number }>>(
+      `select count(*)::int as n from idempotency_keys where ${where}`,
+      ...keyParams(key),
+    )
+  )[0]?.n;
+const stateOf = async (key: RecordKey) =>
+  (
+    await db.$queryRawUnsafe<Array<{ state: string }>>(
+      `select state from idempotency_keys where ${where}`,
+      ...keyParams(key),
+    )
+  )[0]?.state ?? null;
+const effectsOf = async (scope: string) =>
+  (await db.$queryRawUnsafe<Array<{ who: string }>>('select who from effects where scope = $1', scope)).map(
+    (row) => row.who,
+  );
+
+describeStoreContract(
+  'Postgres (fast path)',
+  (): StoreBackend<Tx> => ({
+    async setTime(key, column, seconds) {
+      await db.$executeRawUnsafe(
+        `update idempotency_keys set ${column} = now() + make_interval(secs => $4::double precision) where ${where}`,
+        ...keyParams(key),
+        seconds,
+      );
+    },
+    async readRow(key) {
+      const rows = await db.$queryRawUnsafe<Array<Awaited<ReturnType<StoreBackend<Tx>['readRow']>> & object>>(
+        `select http_status as "httpStatus",
+                extract(epoch from expires_at - created_at)::float8 as "retentionSeconds",
+                extract(epoch from locked_until - created_at)::float8 as "leaseSeconds",
+                extract(epoch from locked_until - now())::float8 as "leaseLeftSeconds",
+                extract(epoch from now() - created_at)::float8 as "ageSeconds"
+         from idempotency_keys where ${where}`,
+        ...keyParams(key),
+      );
+      return rows[0] ?? null;
+    },
+    rowCount: async (key) => (await rowCount(key)) ?? -1,
+    async createKeyTable(table) {
+      await db.$executeRawUnsafe(`create table "${table}" (like idempotency_keys including all)`);
+    },
+    async dropTable(table) {
+      await db.$executeRawUnsafe(`drop table "${table}"`);
+    },
+    async seed(table, procedure, shape, count) {
+      const fromNow = (seconds: number | null) =>
+        seconds === null ? 'null' : `now() + make_interval(secs => ${seconds})`;
+      const owner = shape.state === 'processing' ? 'gen_random_uuid()' : 'null';
+      await db.$executeRawUnsafe(
+        `insert into "${table}" (scope, procedure, key, fingerprint, state, lease_owner, locked_until, created_at, expires_at)
+         select 'cleanup', $1, i::text, repeat('0', 64), $2, ${owner}, ${fromNow(shape.lockedUntil)},
+                ${fromNow(shape.createdAt)}, ${fromNow(shape.expiresAt)}
+         from generate_series(1, $3::int) i`,
+        procedure,
+        shape.state,
+        count,
+      );
+    },
+    async countsByProcedure(table) {
+      const rows = await db.$queryRawUnsafe<Array<{ procedure: string; n: number }>>(
+        `select procedure, count(*)::int as n from "${table}" group by procedure`,
+      );
+      return Object.fromEntries(rows.map((row) => [row.procedure, row.n]));
+    },
+    store,
+    observer: store,
+    createStore: (options) => createPrismaIdempotencyStore(db, { ...options, fastPath: adapter }),
+    durationTolerance: 0,
+    validTableNames: ['idempotency_keys'],
+  }),
+);
+
+describe('the fast path', () => {
+  it("sends the store's statements past Prisma, in and out of transactions (control: the same store without it)", async () => {
+    const before = prismaQueries.length;
+    const request = claimRequest();
+    await store.transaction(
+      async (tx) => {
+        await store.claim(request, tx);
+        await store.complete(keyOf(request), request.owner, output, tx);
+      },
+      { lockTimeoutMs: 1_000, timeoutMs: 5_000 },
+    );
+    const external = claimRequest();
+    await store.claim(external);
+    await store.renewLease?.(keyOf(external), external.owner, 30);
+    await store.complete(keyOf(external), external.owner, output);
+    await store.countReplay(keyOf(external));
+    const sent = prismaQueries.slice(before);
+    expect(sent.filter((sql) => sql.includes('/* idem:'))).toEqual([]);
+    // The transaction itself is Prisma's: it sent the COMMIT.
+    expect(sent.filter((sql) => /^\s*commit/i.test(sql))).toHaveLength(1);
+    expect(await stateOf(request)).toBe('completed');
+    expect(await stateOf(external)).toBe('completed');
+
+    const control = createPrismaIdempotencyStore(db);
+    const other = claimRequest();
+    const beforeControl = prismaQueries.length;
+    await control.transaction((tx) => control.claim(other, tx), { lockTimeoutMs: 1_000, timeoutMs: 5_000 });
+    await control.complete(keyOf(other), other.owner, output);
+    expect(prismaQueries.slice(beforeControl).filter((sql) => sql.includes('/* idem:'))).toHaveLength(2);
+  });
+
+  it("puts the claim in the procedure's transaction: both commit, or both roll back", async () => {
+    const committed = claimRequest();
+    await store.transaction(
+      async (tx) => {
+        await store.claim(committed, tx);
+        await tx.$executeRawUnsafe('insert into effects (scope, who) values ($1, $2)', committed.scope, 'a');
+        await store.complete(keyOf(committed), committed.owner, output, tx);
+      },
+      { lockTimeoutMs: 1_000, timeoutMs: 5_000 },
+    );
+    expect([await stateOf(committed), await effectsOf(committed.scope)]).toEqual(['completed', ['a']]);
+
+    const rolledBack = claimRequest();
+    const failure = new Error('the procedure failed');
+    await expect(
+      store.transaction(
+        async (tx) => {
+          await store.claim(rolledBack, tx);
+          // Seen inside the transaction by Prisma's own queries on it: the same connection.
+          const [seen] = await tx.$queryRawUnsafe<Array<{ n: number }>>(
+            `select count(*)::int as n from idempotency_keys where ${where}`,
+            ...keyParams(rolledBack),
+          );
+          expect(seen?.n).toBe(1);
+          await tx.$executeRawUnsafe(
+            'insert into effects (scope, who) values ($1, $2)',
+            rolledBack.scope,
+            'b',
+          );
+          throw failure;
+        },
+        { lockTimeoutMs: 1_000, timeoutMs: 5_000 },
+      ),
+    ).rejects.toBe(failure);
+    expect([await rowCount(rolledBack), await effectsOf(rolledBack.scope)]).toEqual([0, []]);
+  });
+
+  it('keeps the claim on the outer transaction when the procedure opens one of its own', async () => {
+    const request = claimRequest();
+    const failure = new Error('rolled back after the inner transaction committed');
+    await expect(
+      store.transaction(
+        async (tx) => {
+          await db.$transaction((inner) =>
+            inner.$executeRawUnsafe(
+              'insert into effects (scope, who) values ($1, $2)',
+              request.scope,
+              'inner',
+            ),
+          );
+          await store.claim(request, tx);
+          throw failure;
+        },
+        { lockTimeoutMs: 1_000, timeoutMs: 5_000 },
+      ),
+    ).rejects.toBe(failure);
+    // The inner transaction committed on its own; the claim went down with the outer one.
+    expect([await rowCount(request), await effectsOf(request.scope)]).toEqual([0, ['inner']]);
+  });
+
+  it('never sends a statement after Prisma closed the transaction (control: the raw adapter transaction does)', async () => {
+    // The test's own wrapper keeps the adapter transaction Prisma opens, as a naive fast path would.
+    const kept: Array<{
+      executeRaw(query: { sql: string; args: unknown[]; argTypes: unknown[] }): Promise<number>;
+    }> = [];
+    const base = pgAdapter({ connectionString: url, max: 1 });
+    const keeping = new Proxy(base, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (property !== 'connect') return value;
+        return async () => {
+          const connected = await base.connect();
+          return new Proxy(connected, {
+            get(inner, name, innerReceiver) {
+              const member = Reflect.get(inner, name, innerReceiver);
+              if (name !== 'startTransaction')
+                return typeof member === 'function' ? member.bind(inner) : member;
+              return async (...args: Parameters<typeof connected.startTransaction>) => {
+                const transaction = await connected.startTransaction(...args);
+                kept.push(transaction);
+                return transaction;
+              };
+            },
+          });
+        };
+      },
+    });
+    const fast = withIdempotencyFastPath(keeping);
+    const client = createPrismaClient({ adapter: fast });
+    const late = createPrismaIdempotencyStore(client, { fastPath: fast });
+    try {
+      const request = claimRequest();
+      let closedTx: Tx | undefined;
+      await expect(
+        late.transaction(
+          async (tx) => {
+            await late.claim(request, tx);
+            closedTx = tx;
+            // Outlive the transaction's timeout (timeoutMs + lockTimeoutMs): Prisma rolls it back.
+            await new Promise((resolve) => setTimeout(resolve, 1_200));
+          },
+          { lockTimeoutMs: 100, timeoutMs: 500 },
+        ),
+      ).rejects.toThrow();
+      // The late completion is refused, by Prisma, as a statement on a closed transaction.
+      await expect(late.complete(keyOf(request), request.owner, output, closedTx)).rejects.toThrow(
+        /transaction/i,
+      );
+      // Nothing landed: the claim was rolled back, and the completion ran nowhere.
+      expect(await rowCount(request)).toBe(0);
+
+      // Control: the same completion sent on the adapter transaction after Prisma closed it runs outside any
+      // transaction, on the connection handed back to the pool — and commits on its own.
+      await client.$executeRawUnsafe(
+        `insert into idempotency_keys (scope, procedure, key, fingerprint, state, lease_owner, locked_until,
+           created_at, expires_at) values ($1, $2, $3, $4, 'processing', $5::uuid, now() + interval '30 seconds',
+           now(), now() + interval '1 hour')`,
+        ...keyParams(request),
+        request.fingerprint,
+        request.owner,
+      );
+      const [raw] = kept;
+      if (!raw) throw new Error('no adapter transaction was opened');
+      const count = await raw.executeRaw({
+        sql: `update idempotency_keys set state = 'completed' where ${where}`,
+        args: keyParams(request),
+        argTypes: keyParams(request).map(() => ({ scalarType: 'string', arity: 'scalar' })),
+      });
+      expect(count).toBe(1);
+      expect(await stateOf(request)).toBe('completed');
+    } finally {
+      await client.$disconnect();
+    }
+  });
+
+  it('goes through Prisma until the adapter is connected again after $disconnect', async () => {
+    const fast = withIdempotencyFastPath(pgAdapter({ connectionString: url, max: 2 }));
+    const client = createPrismaClient({ adapter: fast });
+    const reconnecting = createPrismaIdempotencyStore(client, { fastPath: fast });
+    try {
+      const first = claimRequest();
+      expect(await reconnecting.claim(first)).toEqual({ claimed: true, takeover: false });
+      await client.$disconnect();
+      const second = claimRequest();
+      expect(await reconnecting.claim(second)).toEqual({ claimed: true, takeover: false });
+      expect(await reconnecting.find(keyOf(first))).toMatchObject({
+        state: 'processing',
+        leaseOwner: first.owner,
+      });
+    } finally {
+      await client.$disconnect();
+    }
+  });
+
+  it('returns what Prisma returns: dates as Date, the record as the store reads it through Prisma', async () => {
+    const request = claimRequest();
+    await store.claim(request);
+    await store.complete(keyOf(request), request.owner, output);
+    const fast = await store.find(keyOf(request));
+    const plain = await createPrismaIdempotencyStore(db).find(keyOf(request));
+    expect(fast?.createdAt).toBeInstanceOf(Date);
+    expect(fast).toEqual(plain);
+  });
+
+  it('an adapter that commits in commit() itself (no COMMIT statement) closes the fast path there', async () => {
+    // Prisma's phantom-query adapters end a transaction by calling commit()/rollback() without sending COMMIT.
+    const ended: string[] = [];
+    const transaction = {
+      provider: 'postgres',
+      adapterName: 'phantom',
+      options: { usePhantomQuery: true },
+      queryRaw: async () => ({ columnNames: ['n'], columnTypes: [0], rows: [[1]] }),
+      executeRaw: async () => 1,
+      commit: async () => void ended.push('commit'),
+      rollback: async () => void ended.push('rollback'),
+    };
+    const adapter = {
+      provider: 'postgres',
+      adapterName: 'phantom',
+      queryRaw: transaction.queryRaw,
+      executeRaw: transaction.executeRaw,
+      startTransaction: async () => transaction,
+    };
+    const fast = withIdempotencyFastPath({
+      provider: 'postgres',
+      adapterName: 'phantom',
+      connect: async () => adapter,
+    });
+    const path = fastPathOf(fast);
+    const connected = await fast.connect();
+    for (const end of ['commit', 'rollback'] as const) {
+      const tx = {};
+      await path?.run(async () => {
+        const started = await connected.startTransaction();
+        path.bind(tx);
+        expect(await path.executor(tx)?.$queryRawUnsafe('select 1 as n')).toEqual([{ n: 1 }]);
+        await started[end]();
+      });
+      expect(path?.executor(tx)).toBeUndefined();
+    }
+    expect(ended).toEqual(['commit', 'rollback']);
+  });
+
+  it('refuses an adapter of another database, and a fastPath that is not one', () => {
+    const mysqlLike = { provider: 'mysql', adapterName: 'x', connect: async () => ({}) as never };
+    expect(() => withIdempotencyFastPath(mysqlLike)).toThrow(/Postgres SQL; this adapter is for mysql/);
+    expect(() =>
+      createPrismaIdempotencyStore(db, { fastPath: pgAdapter({ connectionString: url }) }),
+    ).toThrow(/withIdempotencyFastPath/);
+  });
+
+  it('a duplicate of a fast-path claim is answered by the claim, with no second owner', async () => {
+    const request = claimRequest();
+    await store.claim(request);
+    const duplicate = await store.claim({ ...request, owner: randomUUID() });
+    expect(duplicate).toMatchObject({
+      claimed: false,
+      record: { state: 'processing', leaseOwner: request.owner },
+    });
+  });
+});
