@@ -104,6 +104,23 @@ describe('useIdempotencyKey', () => {
     expect(result.current.key).toBe(current);
   });
 
+  it('retire(staleKey) while a newer attempt is in flight: that attempt stays in flight, not in doubt', () => {
+    const { storage } = tabStorage();
+    const { result } = renderHook(() => useIdempotencyKey<Order>('checkout', { storage }));
+    const old = result.current.key ?? '';
+    act(() => result.current.reset());
+    act(() => {
+      result.current.markSent({ sku: 'TEA', quantity: 1 });
+    });
+    expect(result.current.inDoubt).toBeNull();
+    // A late outcome of the old attempt retires the old key only.
+    act(() => result.current.retire(old));
+    expect(result.current.inDoubt).toBeNull();
+    // Control: the in-flight attempt's own outcome unknown (markInDoubt) shows it as in doubt.
+    act(() => result.current.markInDoubt());
+    expect(result.current.inDoubt).toMatchObject({ payload: { sku: 'TEA', quantity: 1 } });
+  });
+
   it('reports an attempt sent before a reload as in doubt, with its payload', () => {
     const { storage } = tabStorage();
     const first = renderHook(() => useIdempotencyKey<Order>('checkout', { storage }));

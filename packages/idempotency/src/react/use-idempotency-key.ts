@@ -208,7 +208,8 @@ export function useIdempotencyKey<TPayload = unknown>(
       retire(retiredKey) {
         const current = parseRecord(store.read());
         if (current) store.retire(retiredKey ?? current.key);
-        setInFlightKey(null);
+        // A stale key's late outcome leaves a newer attempt of this hook in flight (not in doubt).
+        setInFlightKey((inFlight) => (retiredKey === undefined || retiredKey === inFlight ? null : inFlight));
       },
       reset() {
         store.ensure(true);
