@@ -356,6 +356,53 @@ describe('the fast path', () => {
     expect(ended).toEqual(['commit', 'rollback']);
   });
 
+  it("converts as Prisma's raw queries do: argument types from the values, dates and 64-bit integers in results", async () => {
+    const queries: unknown[] = [];
+    const adapter = {
+      provider: 'postgres',
+      adapterName: 'recording',
+      queryRaw: async (query: unknown) => {
+        queries.push(query);
+        return {
+          columnNames: ['at', 'day', 'big', 'flag', 'text', 'none'],
+          columnTypes: [10, 8, 1, 5, 7, 10],
+          rows: [['2026-12-01T20:00:00.123456+00:00', '2026-12-01', '9007199254740993', true, 'x', null]],
+        };
+      },
+      executeRaw: async (query: unknown) => {
+        queries.push(query);
+        return 3;
+      },
+      startTransaction: async () => {
+        throw new Error('not used');
+      },
+    };
+    const fast = withIdempotencyFastPath({ provider: 'postgres', adapterName: 'recording', connect: async () => adapter });
+    await fast.connect();
+    const executor = fastPathOf(fast)?.executor(undefined);
+    const at = new Date('2026-01-01T00:00:00Z');
+    expect(await executor?.$queryRawUnsafe('select', 's', 2, 2.5, false, 5n, at, null)).toEqual([
+      {
+        at: new Date('2026-12-01T20:00:00.123Z'),
+        day: new Date('2026-12-01'),
+        big: 9007199254740993n,
+        flag: true,
+        text: 'x',
+        none: null,
+      },
+    ]);
+    expect(await executor?.$executeRawUnsafe('update', 'k')).toBe(3);
+    const scalar = (scalarType: string) => ({ scalarType, arity: 'scalar' });
+    expect(queries).toEqual([
+      {
+        sql: 'select',
+        args: ['s', 2, 2.5, false, 5n, at, null],
+        argTypes: ['string', 'int', 'float', 'boolean', 'bigint', 'datetime', 'unknown'].map(scalar),
+      },
+      { sql: 'update', args: ['k'], argTypes: [scalar('string')] },
+    ]);
+  });
+
   it('refuses an adapter of another database, and a fastPath that is not one', () => {
     const mysqlLike = { provider: 'mysql', adapterName: 'x', connect: async () => ({}) as never };
     expect(() => withIdempotencyFastPath(mysqlLike)).toThrow(/Postgres SQL; this adapter is for mysql/);

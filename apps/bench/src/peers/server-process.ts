@@ -3,7 +3,8 @@
  * DATABASE_URL, BENCH_REDIS_URL, BENCH_PEERS_POOL, BENCH_PEERS_KEY_PREFIX; prints one JSON line
  * `{"ready": <port>}` on stdout once it listens on 127.0.0.1; stops on SIGTERM / SIGINT.
  */
-import { createPrismaClient } from '@idem/db';
+import { createPrismaClient, pgAdapter } from '@idem/db';
+import { withIdempotencyFastPath } from '@idem/idempotency/prisma';
 import { closeServer, listen } from './http.ts';
 import { type ServerName, serverNames } from './server-names.ts';
 import { startExpressIdempotency } from './servers/express-idempotency.ts';
@@ -31,12 +32,16 @@ async function main() {
   const name = process.argv[2];
   if (!serverNames.includes(name as ServerName))
     throw new Error(`usage: server-process.ts <${serverNames.join('|')}>`);
-  const db = createPrismaClient({
-    connectionString: required('DATABASE_URL'),
-    max: Number(process.env.BENCH_PEERS_POOL ?? 10),
-  });
+  const dbAdapter = withIdempotencyFastPath(
+    pgAdapter({
+      connectionString: required('DATABASE_URL'),
+      max: Number(process.env.BENCH_PEERS_POOL ?? 10),
+    }),
+  );
+  const db = createPrismaClient({ adapter: dbAdapter });
   const started = await starters[name as ServerName]({
     db,
+    dbAdapter,
     redisUrl: required('BENCH_REDIS_URL'),
     keyPrefix: required('BENCH_PEERS_KEY_PREFIX'),
   });

@@ -11,12 +11,13 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { createPrismaClient, type Database } from '@idem/db';
+import { createPrismaClient, type Database, pgAdapter } from '@idem/db';
 import { fingerprintRequest } from '@idem/idempotency';
 import {
   createPrismaIdempotencyStore,
   idempotencyStatementName,
   type PrismaTransactionLike,
+  withIdempotencyFastPath,
 } from '@idem/idempotency/prisma';
 import { createIdempotency } from '@idem/idempotency/trpc';
 import { initTRPC } from '@trpc/server';
@@ -41,9 +42,14 @@ interface BenchContext {
   headers: Headers;
 }
 
-function createRouter(db: Database, transformer: 'identity' | 'superjson', completedRead = true) {
+function createRouter(
+  db: Database,
+  transformer: 'identity' | 'superjson',
+  completedRead = true,
+  fastPath?: object,
+) {
   const t = initTRPC.context<BenchContext>().create();
-  const { findCompleted, ...withoutRead } = createPrismaIdempotencyStore(db);
+  const { findCompleted, ...withoutRead } = createPrismaIdempotencyStore(db, fastPath ? { fastPath } : {});
   const idempotency = createIdempotency<BenchContext, PrismaTransactionLike<Database>>({
     store: completedRead ? { ...withoutRead, findCompleted } : withoutRead,
     ...(transformer === 'superjson' ? { transformer: superjson } : {}),
@@ -77,6 +83,13 @@ async function main() {
     max: 2,
     statementName: idempotencyStatementName,
   });
+  // The store's statements straight to the adapter (withIdempotencyFastPath), unnamed and prepared.
+  const fastAdapter = withIdempotencyFastPath(pgAdapter({ connectionString: databaseUrl, max: 2 }));
+  const dbFast = createPrismaClient({ adapter: fastAdapter });
+  const fastPreparedAdapter = withIdempotencyFastPath(
+    pgAdapter({ connectionString: databaseUrl, max: 2, statementName: idempotencyStatementName }),
+  );
+  const dbFastPrepared = createPrismaClient({ adapter: fastPreparedAdapter });
   try {
     await migrateDatabase(databaseUrl);
     await sql.connect();
@@ -88,6 +101,9 @@ async function main() {
     const prepared = createRouter(dbPrepared, 'identity').createCaller;
     const preparedNoRead = createRouter(dbPrepared, 'identity', false).createCaller;
     const preparedSuperjson = createRouter(dbPrepared, 'superjson').createCaller;
+    const unnamedNoRead = createRouter(db, 'identity', false).createCaller;
+    const fast = createRouter(dbFast, 'identity', false, fastAdapter).createCaller;
+    const fastPrepared = createRouter(dbFastPrepared, 'identity', false, fastPreparedAdapter).createCaller;
     const withKey = (key: string) => ({ headers: new Headers({ 'idempotency-key': key }) });
     const replayKeys: string[] = [];
     const primeKey = () => {
@@ -172,6 +188,16 @@ async function main() {
         const key = replayKeys[Math.max(0, replayIndex - 2)];
         return preparedNoRead(withKey(key ?? primeKey())).protected({ n: 1 });
       },
+      'trpc: protected, unnamed, no completed read (first execution) — the defaults': () =>
+        unnamedNoRead(withKey(randomUUID())).protected({ n: 1 }),
+      'trpc: protected, fast path, unnamed (first execution)': () =>
+        fast(withKey(randomUUID())).protected({ n: 1 }),
+      'trpc: protected, fast path, prepared (first execution)': () =>
+        fastPrepared(withKey(randomUUID())).protected({ n: 1 }),
+      'trpc: protected, fast path, unnamed (replay)': () => {
+        const key = replayKeys[Math.max(0, replayIndex - 3)];
+        return fast(withKey(key ?? primeKey())).protected({ n: 1 });
+      },
       'trpc: protected, superjson (first execution)': () =>
         preparedSuperjson(withKey(randomUUID())).protected({ n: 1 }),
       'js: fingerprint': () => fingerprintRequest('bench.protected', { n: 1 }),
@@ -206,6 +232,8 @@ async function main() {
     await sql.end().catch(() => {});
     await db.$disconnect();
     await dbPrepared.$disconnect();
+    await dbFast.$disconnect();
+    await dbFastPrepared.$disconnect();
     await dropDatabase(server.adminUrl, name);
   }
 }

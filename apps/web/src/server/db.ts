@@ -1,11 +1,23 @@
 import 'server-only';
-import { createPrismaClient, type Database } from '@idem/db';
+import { createPrismaClient, type Database, pgAdapter } from '@idem/db';
+import { withIdempotencyFastPath } from '@idem/idempotency/prisma';
 import { env } from '~/env';
 
 // One client per server process; Next's dev server re-evaluates modules on edit, so keep it on globalThis.
-const cache = globalThis as unknown as { idemDb?: Database };
+const cache = globalThis as unknown as { idemDb?: { db: Database; adapter: DatabaseAdapter } };
 
 // Every statement unnamed, the store's included: preparing them halves their SQL time but, through Prisma's pg
 // adapter, made the whole protected request slower on a quiet machine (docs/BENCHMARKS.md, issue 14's profile).
-export const db: Database = cache.idemDb ?? createPrismaClient({ connectionString: env.DATABASE_URL });
-if (process.env.NODE_ENV !== 'production') cache.idemDb = db;
+// The idempotency store's statements take the fast path: straight to the adapter, on Prisma's own transaction.
+function connect() {
+  const adapter = withIdempotencyFastPath(pgAdapter({ connectionString: env.DATABASE_URL }));
+  return { db: createPrismaClient({ adapter }), adapter };
+}
+type DatabaseAdapter = ReturnType<typeof connect>['adapter'];
+
+const connection = cache.idemDb ?? connect();
+if (process.env.NODE_ENV !== 'production') cache.idemDb = connection;
+
+export const db: Database = connection.db;
+/** The adapter `db` runs on, for the idempotency store's `fastPath`. */
+export const dbAdapter: DatabaseAdapter = connection.adapter;

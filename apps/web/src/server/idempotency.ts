@@ -9,7 +9,7 @@ import { createIdempotency, type FaultHooks, unstableScope } from '@idem/idempot
 import superjson from 'superjson';
 import type { Principal } from './auth/principal.ts';
 import { SESSION_COOKIE } from './auth/session.ts';
-import { db } from './db.ts';
+import { db, dbAdapter } from './db.ts';
 import { logIdempotencyEvent } from './observability/log.ts';
 import { recordIdempotencyEvent } from './observability/metrics.ts';
 import { outcomeStats } from './observability/outcome-stats.ts';
@@ -38,7 +38,7 @@ export interface AppIdempotencyOptions {
 export function createAppIdempotency(options: AppIdempotencyOptions = {}) {
   return createIdempotency<AuthedContext, PrismaTransactionLike<Database>>({
     // External mode renews the owner's lease while the procedure runs: a slow but live request keeps its key.
-    store: options.store ?? createPrismaIdempotencyStore<Database>(db),
+    store: options.store ?? createPrismaIdempotencyStore<Database>(db, { fastPath: dbAdapter }),
     transformer: superjson,
     // A guest session minted for this very request is a new guest on every retry of a client that keeps no
     // cookies: the key could never deduplicate, so it is refused (400) before anything is claimed.

@@ -9,7 +9,7 @@ import 'server-only';
 import { randomUUID } from 'node:crypto';
 import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
 import { env, type TestSeamSettings } from '~/env';
-import { db } from './db.ts';
+import { db, dbAdapter } from './db.ts';
 import { faultHooksFor } from './fault-points.ts';
 import { idempotency as appIdempotency, createAppIdempotency } from './idempotency.ts';
 import { appRouter, createAppRouter } from './root.ts';
@@ -24,7 +24,7 @@ import { createTRPCRouter } from './trpc.ts';
 export function createTestSeamsApi(seams: TestSeamSettings) {
   const idempotency = createAppIdempotency({
     // CONTROL: without renewal a slow live owner loses its lease and a retry takes over while it runs.
-    store: createPrismaIdempotencyStore(db, { leaseRenewal: !seams.noLeaseRenewal }),
+    store: createPrismaIdempotencyStore(db, { leaseRenewal: !seams.noLeaseRenewal, fastPath: dbAdapter }),
     ...(seams.leaseSeconds === null ? {} : { leaseSeconds: seams.leaseSeconds }),
     ...(seams.faultPoint === null
       ? {}

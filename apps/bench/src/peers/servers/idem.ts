@@ -38,10 +38,10 @@ function toHeaders(raw: NodeJS.Dict<string | string[]>): Headers {
   return headers;
 }
 
-function createBenchRouter(db: Database) {
+function createBenchRouter(db: Database, fastPath: object) {
   const t = initTRPC.context<BenchContext>().create();
   const idempotency = createIdempotency<BenchContext, PrismaTransactionLike<Database>>({
-    store: createPrismaIdempotencyStore(db),
+    store: createPrismaIdempotencyStore(db, { fastPath }),
     transformer: identityTransformer,
     getScope: (ctx) => ctx.scope,
     getRequestHeaders: (ctx) => ctx.headers,
@@ -59,9 +59,9 @@ function createBenchRouter(db: Database) {
   });
 }
 
-export const startIdem: StartServer = async ({ db }) => {
+export const startIdem: StartServer = async ({ db, dbAdapter }) => {
   const server = createHTTPServer({
-    router: createBenchRouter(db),
+    router: createBenchRouter(db, dbAdapter),
     createContext: ({ req, info }): BenchContext => ({
       scope: 'bench',
       headers: toHeaders(req.headers),

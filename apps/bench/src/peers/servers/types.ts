@@ -5,6 +5,8 @@ import type { Database } from '@idem/db';
 export interface ServerDeps {
   /** This process's Prisma client (`createPrismaClient`, the same pool size for every contender). */
   db: Database;
+  /** The adapter `db` runs on (`withIdempotencyFastPath`, transparent to the others): Idem's store `fastPath`. */
+  dbAdapter: object;
   /** Redis for the peers that keep their records there (a dedicated database index). */
   redisUrl: string;
   /** Prefix of every Redis key this server writes; the harness deletes exactly these keys. */
