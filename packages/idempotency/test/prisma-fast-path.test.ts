@@ -129,6 +129,8 @@ describe('the fast path', () => {
     await store.transaction(
       async (tx) => {
         await store.claim(request, tx);
+        // The procedure's own statement, through Prisma, on the same transaction.
+        await tx.$executeRawUnsafe('insert into effects (scope, who) values ($1, $2)', request.scope, 'p');
         await store.complete(keyOf(request), request.owner, output, tx);
       },
       { lockTimeoutMs: 1_000, timeoutMs: 5_000 },
@@ -296,6 +298,8 @@ describe('the fast path', () => {
       const first = claimRequest();
       expect(await reconnecting.claim(first)).toEqual({ claimed: true, takeover: false });
       await client.$disconnect();
+      // The disconnected adapter's pool is ended: nothing is sent to it.
+      expect(fastPathOf(fast)?.executor(undefined)).toBeUndefined();
       const second = claimRequest();
       expect(await reconnecting.claim(second)).toEqual({ claimed: true, takeover: false });
       expect(await reconnecting.find(keyOf(first))).toMatchObject({
@@ -356,6 +360,47 @@ describe('the fast path', () => {
     expect(ended).toEqual(['commit', 'rollback']);
   });
 
+  it('closes a transaction as soon as its COMMIT or ROLLBACK is sent, before the adapter is told', async () => {
+    const sent: string[] = [];
+    const transaction = {
+      provider: 'postgres',
+      adapterName: 'statements',
+      queryRaw: async (_query: { sql: string }) => ({ columnNames: [], columnTypes: [], rows: [] }),
+      executeRaw: async (query: { sql: string }) => {
+        sent.push(query.sql);
+        return 0;
+      },
+      commit: async () => {},
+      rollback: async () => {},
+      createSavepoint: async (name: string) => void sent.push(`savepoint ${name}`),
+    };
+    const adapter = { ...transaction, startTransaction: async () => transaction };
+    const fast = withIdempotencyFastPath({
+      provider: 'postgres',
+      adapterName: 'statements',
+      connect: async () => adapter,
+    });
+    const path = fastPathOf(fast);
+    const connected = await fast.connect();
+    // A transaction the store never bound (started outside its slot) has no fast path.
+    expect(path?.executor({})).toBeUndefined();
+    for (const end of ['COMMIT', '  rollback']) {
+      const tx = {};
+      await path?.run(async () => {
+        const started = (await connected.startTransaction()) as typeof transaction;
+        path.bind(tx);
+        // Other statements and methods pass through and keep it open.
+        await started.executeRaw({ sql: "update notes set text = 'commit' where id = 1" });
+        await started.queryRaw({ sql: 'select 1' });
+        await started.createSavepoint('sp');
+        expect(path.executor(tx)).toBeDefined();
+        await started.executeRaw({ sql: end });
+        expect(path.executor(tx)).toBeUndefined();
+      });
+    }
+    expect(sent).toContain('savepoint sp');
+  });
+
   it("converts as Prisma's raw queries do: argument types from the values, dates and 64-bit integers in results", async () => {
     const queries: unknown[] = [];
     const adapter = {
@@ -377,7 +422,11 @@ describe('the fast path', () => {
         throw new Error('not used');
       },
     };
-    const fast = withIdempotencyFastPath({ provider: 'postgres', adapterName: 'recording', connect: async () => adapter });
+    const fast = withIdempotencyFastPath({
+      provider: 'postgres',
+      adapterName: 'recording',
+      connect: async () => adapter,
+    });
     await fast.connect();
     const executor = fastPathOf(fast)?.executor(undefined);
     const at = new Date('2026-01-01T00:00:00Z');

@@ -132,8 +132,7 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
       if (property !== 'connect' || typeof value !== 'function') return value;
       return async () => {
         const adapter = (await Reflect.apply(value, target, [])) as DriverAdapterLike;
-        const executor = executorOn(adapter);
-        connected = executor;
+        connected = executorOn(adapter);
         return new Proxy(adapter, {
           get(inner, name, innerReceiver) {
             const member: unknown = Reflect.get(inner, name, innerReceiver);
@@ -144,7 +143,7 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
             // `$disconnect` ends this adapter's pool: until Prisma connects again, statements go through Prisma.
             if (name === 'dispose')
               return (...args: unknown[]) => {
-                if (connected === executor) connected = undefined;
+                connected = undefined;
                 return Reflect.apply(member, inner, args);
               };
             return (...args: unknown[]) => Reflect.apply(member, inner, args);
@@ -193,9 +192,10 @@ function argType(value: unknown): string {
   return 'unknown';
 }
 
+/** A column's value as Prisma returns it: the adapter gives dates and 64-bit integers as text. */
 function fromColumn(value: unknown, type: number | undefined): unknown {
-  if (value === null || value === undefined) return null;
-  if ((type === DATE_TIME || type === DATE) && typeof value === 'string') return new Date(value);
-  if (type === INT64 && (typeof value === 'string' || typeof value === 'number')) return BigInt(value);
+  if (value === null) return null;
+  if (type === DATE_TIME || type === DATE) return new Date(value as string);
+  if (type === INT64) return BigInt(value as string);
   return value;
 }
