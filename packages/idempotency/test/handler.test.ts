@@ -406,7 +406,7 @@ describe('handleTransactional: the completed read beside the transaction (findCo
     ).toEqual({ kind: 'replayed', response: output('"first"') });
   });
 
-  it('a completed record the read brings back after the claim decided is nobody\'s answer: the execution is', async () => {
+  it("a completed record the read brings back after the claim decided is nobody's answer: the execution is", async () => {
     // The claim claims (the key is free in the transaction's view); the read, on its own connection, comes back
     // afterwards with a completed record (as if from before an expiry) while the procedure is still running.
     const request = newRequest();
