@@ -260,7 +260,7 @@ describe('a waiting duplicate facing a dead lease', () => {
             result: 'retry',
             response: output('"retry"'),
           }));
-        return storeWithoutRenewal.claim(claimRequest, tx);
+        return storeWithoutRenewal.claim(claimRequest, tx as never);
       },
     };
     const duplicate = handleExternal(racing, options, request, async () => {
@@ -286,7 +286,7 @@ describe('a waiting duplicate facing a dead lease', () => {
       ...storeWithoutRenewal,
       claim: (claimRequest, tx) => {
         claims += 1;
-        return storeWithoutRenewal.claim(claimRequest, tx);
+        return storeWithoutRenewal.claim(claimRequest, tx as never);
       },
     };
     const other = { ...request, fingerprint: fingerprintRequest('lease.op', { n: 2 }) };
