@@ -238,6 +238,39 @@ describe('a waiting duplicate facing a dead lease', () => {
     return { first };
   }
 
+  it('takes the key over once the lease has ended while it waited, and runs the procedure itself', async () => {
+    // As "a waiting duplicate whose owner dies" above, with the lease ended by the test: the duplicate's first
+    // claim surely meets a live lease, however slow the machine, so the takeover is the claim sent after waiting.
+    const request = newRequest();
+    const resume = deferred();
+    const { first } = await frozenOwner(request, resume.promise);
+    const reads: string[] = [];
+    let claims = 0;
+    const observed: IdempotencyStore<unknown> = {
+      ...storeWithoutRenewal,
+      find: async (key) => {
+        const record = await storeWithoutRenewal.find(key);
+        reads.push(record?.leaseActive ? 'live' : 'dead');
+        return record;
+      },
+      claim: (claimRequest, tx) => {
+        claims += 1;
+        return storeWithoutRenewal.claim(claimRequest, tx as never);
+      },
+    };
+    const duplicate = handleExternal(observed, options, request, async () => ({
+      result: 'duplicate',
+      response: output('"duplicate"'),
+    }));
+    await waitUntil(() => reads.includes('live'));
+    await endLease(request);
+    expect(await duplicate).toEqual({ kind: 'executed', result: 'duplicate' });
+    expect(claims).toBe(2);
+    resume.resolve();
+    expect(await first).toMatchObject({ code: IdempotencyErrorCode.leaseLost });
+    expect(await store.find(request)).toMatchObject({ state: 'completed', response: output('"duplicate"') });
+  });
+
   it("whose takeover loses to another retry gets that retry's stored response", async () => {
     const request = newRequest();
     const resume = deferred();
