@@ -210,6 +210,136 @@ describe('a waiting duplicate whose owner dies', () => {
   });
 });
 
+/** Ends the key's lease now, as the database's clock passing `locked_until` would (the owner stays frozen). */
+async function endLease(key: RecordKey): Promise<void> {
+  await db.$executeRawUnsafe(
+    `update idempotency_keys set locked_until = now() - interval '1 second'
+     where scope = $1 and procedure = $2 and key = $3`,
+    key.scope,
+    key.procedure,
+    key.key,
+  );
+}
+
+describe('a waiting duplicate facing a dead lease', () => {
+  // A lease far longer than the test: it ends only when the test ends it.
+  const options = resolveOptions({ leaseSeconds: 60, waitForInFlightMs: 120_000 });
+
+  /** A first owner that claims the key and freezes until `resume`; resolves once its claim is committed. */
+  async function frozenOwner(
+    request: IdempotentRequest,
+    resume: Promise<void>,
+  ): Promise<{ first: Promise<unknown> }> {
+    const first = handleExternal(storeWithoutRenewal, options, request, async () => {
+      await resume;
+      return { result: 'first', response: output('"first"') };
+    }).catch((error: unknown) => error);
+    await waitUntil(async () => (await store.find(request)) !== null);
+    return { first };
+  }
+
+  it('takes the key over once the lease has ended while it waited, and runs the procedure itself', async () => {
+    // As "a waiting duplicate whose owner dies" above, with the lease ended by the test: the duplicate's first
+    // claim surely meets a live lease, however slow the machine, so the takeover is the claim sent after waiting.
+    const request = newRequest();
+    const resume = deferred();
+    const { first } = await frozenOwner(request, resume.promise);
+    const reads: string[] = [];
+    let claims = 0;
+    const observed: IdempotencyStore<unknown> = {
+      ...storeWithoutRenewal,
+      find: async (key) => {
+        const record = await storeWithoutRenewal.find(key);
+        reads.push(record?.leaseActive ? 'live' : 'dead');
+        return record;
+      },
+      claim: (claimRequest, tx) => {
+        claims += 1;
+        return storeWithoutRenewal.claim(claimRequest, tx as never);
+      },
+    };
+    const duplicate = handleExternal(observed, options, request, async () => ({
+      result: 'duplicate',
+      response: output('"duplicate"'),
+    }));
+    await waitUntil(() => reads.includes('live'));
+    await endLease(request);
+    expect(await duplicate).toEqual({ kind: 'executed', result: 'duplicate' });
+    expect(claims).toBe(2);
+    resume.resolve();
+    expect(await first).toMatchObject({ code: IdempotencyErrorCode.leaseLost });
+    expect(await store.find(request)).toMatchObject({ state: 'completed', response: output('"duplicate"') });
+  });
+
+  it("whose takeover loses to another retry gets that retry's stored response", async () => {
+    const request = newRequest();
+    const resume = deferred();
+    const { first } = await frozenOwner(request, resume.promise);
+    const reads: string[] = [];
+    let claims = 0;
+    let retry: unknown;
+    const racing: IdempotencyStore<unknown> = {
+      ...storeWithoutRenewal,
+      find: async (key) => {
+        const record = await storeWithoutRenewal.find(key);
+        reads.push(record?.leaseActive ? 'live' : 'dead');
+        return record;
+      },
+      // Just before the duplicate's takeover claim, another retry takes the dead lease over and completes.
+      claim: async (claimRequest, tx) => {
+        claims += 1;
+        if (claims === 2)
+          retry = await handleExternal(storeWithoutRenewal, options, request, async () => ({
+            result: 'retry',
+            response: output('"retry"'),
+          }));
+        return storeWithoutRenewal.claim(claimRequest, tx as never);
+      },
+    };
+    const duplicate = handleExternal(racing, options, request, async () => {
+      throw new Error('a duplicate whose takeover lost must not run the procedure');
+    });
+    await waitUntil(() => reads.includes('live'));
+    await endLease(request);
+    expect(await duplicate).toEqual({ kind: 'replayed', response: output('"retry"') });
+    expect(claims).toBe(2);
+    expect(retry).toEqual({ kind: 'executed', result: 'retry' });
+    resume.resolve();
+    expect(await first).toMatchObject({ code: IdempotencyErrorCode.leaseLost });
+    expect(await store.find(request)).toMatchObject({ state: 'completed', response: output('"retry"') });
+  });
+
+  it("with another request's fingerprint gets 422 from its one claim, and tries no takeover", async () => {
+    const request = newRequest();
+    const resume = deferred();
+    const { first } = await frozenOwner(request, resume.promise);
+    await endLease(request);
+    let claims = 0;
+    const counted: IdempotencyStore<unknown> = {
+      ...storeWithoutRenewal,
+      claim: (claimRequest, tx) => {
+        claims += 1;
+        return storeWithoutRenewal.claim(claimRequest, tx as never);
+      },
+    };
+    const other = { ...request, fingerprint: fingerprintRequest('lease.op', { n: 2 }) };
+    const error = await caught(
+      handleExternal(counted, options, other, async () => {
+        throw new Error("another request's body must not run on this key");
+      }),
+    );
+    expect(error).toMatchObject({ code: IdempotencyErrorCode.keyReused });
+    expect(claims).toBe(1);
+    // The dead lease is left for a retry of the same request.
+    expect(await store.find(request)).toMatchObject({
+      state: 'processing',
+      fingerprint: request.fingerprint,
+    });
+    resume.resolve();
+    await first;
+  });
+});
+
 describe('a run that lost its lease (a zombie)', () => {
   const leaseSeconds = 0.2;
   const options = resolveOptions({ leaseSeconds });

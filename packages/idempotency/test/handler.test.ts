@@ -365,6 +365,116 @@ describe('handleTransactional: the completed read beside the transaction (findCo
     expect(claims).toBe(0);
   });
 
+  it('a completed read that finds nothing decides nothing: the first request runs in its transaction and is stored', async () => {
+    const request = newRequest();
+    // The transaction opens only once the read has come back empty, so the read answers first.
+    const readReturned = deferred();
+    const withRead = createPrismaIdempotencyStore(db, { completedRead: true });
+    const subject: IdempotencyStore<unknown> = {
+      ...gatedTransactions(readReturned.promise),
+      findCompleted: async (key) => {
+        try {
+          return (await withRead.findCompleted?.(key)) ?? null;
+        } finally {
+          readReturned.resolve();
+        }
+      },
+    };
+    let runs = 0;
+    const handled = await handleTransactional(subject, options, request, async () => {
+      runs += 1;
+      return { result: 'first', response: output('"first"') };
+    });
+    expect(handled).toEqual({ kind: 'executed', result: 'first' });
+    expect(runs).toBe(1);
+    expect(await store.find(request)).toMatchObject({ state: 'completed', response: output('"first"') });
+  });
+
+  it('a failed completed read decides nothing: the transaction answers the duplicate', async () => {
+    const request = newRequest();
+    await executeOnce(request);
+    const failingRead: IdempotencyStore<unknown> = {
+      ...(store as IdempotencyStore<unknown>),
+      findCompleted: async () => {
+        throw new Error('connection lost');
+      },
+    };
+    expect(
+      await handleTransactional(failingRead, options, request, async () => {
+        throw new Error('a replay must not run the procedure');
+      }),
+    ).toEqual({ kind: 'replayed', response: output('"first"') });
+  });
+
+  it("a completed record the read brings back after the claim decided is nobody's answer: the execution is", async () => {
+    // The claim claims (the key is free in the transaction's view); the read, on its own connection, comes back
+    // afterwards with a completed record (as if from before an expiry) while the procedure is still running.
+    const request = newRequest();
+    const staleRecord = {
+      ...request,
+      state: 'completed' as const,
+      response: output('"seen by the read"'),
+      leaseOwner: null,
+      leaseActive: false,
+      createdAt: new Date(),
+      expiresAt: new Date(),
+      replayCount: 0,
+    };
+    const claimReturned = deferred();
+    const readReturned = deferred();
+    const readLate: IdempotencyStore<unknown> = {
+      ...(store as IdempotencyStore<unknown>),
+      findCompleted: async () => {
+        await claimReturned.promise;
+        readReturned.resolve();
+        return staleRecord;
+      },
+      claim: async (claimRequest, tx) => {
+        const result = await store.claim(claimRequest, tx as never);
+        claimReturned.resolve();
+        return result;
+      },
+    };
+    const handled = await handleTransactional(readLate, options, request, async () => {
+      await readReturned.promise;
+      return { result: 'executed', response: output('"executed"') };
+    });
+    expect(handled).toEqual({ kind: 'executed', result: 'executed' });
+    expect(await store.find(request)).toMatchObject({ state: 'completed', response: output('"executed"') });
+  });
+
+  it('a replay answered by the read leaves no unhandled rejection when its rolled-back transaction then fails', async () => {
+    const request = newRequest();
+    await executeOnce(request);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const gate = deferred();
+      const transactionFailed = deferred();
+      const failingTransaction: IdempotencyStore<unknown> = {
+        ...gatedTransactions(gate.promise),
+        transaction: async () => {
+          await gate.promise;
+          transactionFailed.resolve();
+          throw new Error('connection lost while opening the transaction');
+        },
+      };
+      const handled = await handleTransactional(failingTransaction, options, request, async () => {
+        throw new Error('a replay must not run the procedure');
+      });
+      expect(handled).toEqual({ kind: 'replayed', response: output('"first"') });
+      gate.resolve();
+      await transactionFailed.promise;
+      // Node reports an unhandled rejection once the microtasks of its turn have run: let two turns pass.
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('control: the same claim, with the read coming back after it, runs the procedure and stores it', async () => {
     const request = newRequest();
     const readAfterClaim = deferred();

@@ -91,10 +91,10 @@ export async function handleTransactional<TTx, TResult>(
   );
   let handled: HandledRequest<TResult>;
   if (completedRead) {
+    // `transaction.then(noRecord, noRecord)` also handles the transaction's rejection: when the read answers, the
+    // transaction finds the decision taken and rolls back, and its outcome (even a failure) is nobody's answer.
     const record = await Promise.race([completedRead, transaction.then(noRecord, noRecord)]);
     if (record) {
-      // The transaction finds the decision taken and rolls back; its outcome is nobody's answer.
-      transaction.catch(() => {});
       handled = { kind: 'replayed', response: storedResponseOf(record, request, options) };
     } else handled = await transaction;
   } else handled = await transaction;
