@@ -17,6 +17,7 @@ import {
   withIdempotencyFastPath,
 } from '../src/prisma/index.ts';
 import { ownTableUrl } from './support/db.ts';
+import { postgresRows } from './support/postgres-rows.ts';
 import { describeStoreContract, type StoreBackend } from './support/store-contract.ts';
 import { claimRequest, keyOf, output } from './support/store-fixtures.ts';
 
@@ -68,52 +69,7 @@ const effectsOf = async (scope: string) =>
 describeStoreContract(
   'Postgres (fast path)',
   (): StoreBackend<Tx> => ({
-    async setTime(key, column, seconds) {
-      await db.$executeRawUnsafe(
-        `update idempotency_keys set ${column} = now() + make_interval(secs => $4::double precision) where ${where}`,
-        ...keyParams(key),
-        seconds,
-      );
-    },
-    async readRow(key) {
-      const rows = await db.$queryRawUnsafe<Array<Awaited<ReturnType<StoreBackend<Tx>['readRow']>> & object>>(
-        `select http_status as "httpStatus",
-                extract(epoch from expires_at - created_at)::float8 as "retentionSeconds",
-                extract(epoch from locked_until - created_at)::float8 as "leaseSeconds",
-                extract(epoch from locked_until - now())::float8 as "leaseLeftSeconds",
-                extract(epoch from now() - created_at)::float8 as "ageSeconds"
-         from idempotency_keys where ${where}`,
-        ...keyParams(key),
-      );
-      return rows[0] ?? null;
-    },
-    rowCount: async (key) => (await rowCount(key)) ?? -1,
-    async createKeyTable(table) {
-      await db.$executeRawUnsafe(`create table "${table}" (like idempotency_keys including all)`);
-    },
-    async dropTable(table) {
-      await db.$executeRawUnsafe(`drop table "${table}"`);
-    },
-    async seed(table, procedure, shape, count) {
-      const fromNow = (seconds: number | null) =>
-        seconds === null ? 'null' : `now() + make_interval(secs => ${seconds})`;
-      const owner = shape.state === 'processing' ? 'gen_random_uuid()' : 'null';
-      await db.$executeRawUnsafe(
-        `insert into "${table}" (scope, procedure, key, fingerprint, state, lease_owner, locked_until, created_at, expires_at)
-         select 'cleanup', $1, i::text, repeat('0', 64), $2, ${owner}, ${fromNow(shape.lockedUntil)},
-                ${fromNow(shape.createdAt)}, ${fromNow(shape.expiresAt)}
-         from generate_series(1, $3::int) i`,
-        procedure,
-        shape.state,
-        count,
-      );
-    },
-    async countsByProcedure(table) {
-      const rows = await db.$queryRawUnsafe<Array<{ procedure: string; n: number }>>(
-        `select procedure, count(*)::int as n from "${table}" group by procedure`,
-      );
-      return Object.fromEntries(rows.map((row) => [row.procedure, row.n]));
-    },
+    ...postgresRows(db),
     store,
     observer: store,
     createStore: (options) => createPrismaIdempotencyStore(db, { ...options, fastPath: adapter }),

@@ -7,16 +7,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RecordKey } from '../src/index.ts';
 import type { PrismaTransactionLike } from '../src/prisma/index.ts';
 import { cleanupExpiredKeys, createPrismaIdempotencyStore } from '../src/prisma/index.ts';
 import { connectWithOwnTable, deferred, uniqueTableName } from './support/db.ts';
-import {
-  describeStoreContract,
-  type EngineRows,
-  type RowFacts,
-  type StoreBackend,
-} from './support/store-contract.ts';
+import { postgresRows } from './support/postgres-rows.ts';
+import { describeStoreContract, type StoreBackend } from './support/store-contract.ts';
 import { claimRequest, keyOf, output } from './support/store-fixtures.ts';
 
 let db: Database;
@@ -30,71 +25,10 @@ afterAll(async () => {
   await db.$disconnect();
 });
 
-const where = 'scope = $1 and procedure = $2 and key = $3';
-const keyParams = (key: RecordKey) => [key.scope, key.procedure, key.key];
-/** `seconds` from the database's now(), as SQL (null: no time). */
-const fromNow = (seconds: number | null) =>
-  seconds === null ? 'null' : `now() + make_interval(secs => ${seconds})`;
-
-/** Postgres' own SQL for the rows the store contract looks at. */
-const postgresRows: EngineRows = {
-  async setTime(key, column, seconds) {
-    await db.$executeRawUnsafe(
-      `update idempotency_keys set ${column} = now() + make_interval(secs => $4::double precision) where ${where}`,
-      ...keyParams(key),
-      seconds,
-    );
-  },
-  async readRow(key) {
-    const rows = await db.$queryRawUnsafe<RowFacts[]>(
-      `select http_status as "httpStatus",
-              extract(epoch from expires_at - created_at)::float8 as "retentionSeconds",
-              extract(epoch from locked_until - created_at)::float8 as "leaseSeconds",
-              extract(epoch from locked_until - now())::float8 as "leaseLeftSeconds",
-              extract(epoch from now() - created_at)::float8 as "ageSeconds"
-       from idempotency_keys where ${where}`,
-      ...keyParams(key),
-    );
-    return rows[0] ?? null;
-  },
-  async rowCount(key) {
-    const rows = await db.$queryRawUnsafe<Array<{ n: number }>>(
-      `select count(*)::int as n from idempotency_keys where ${where}`,
-      ...keyParams(key),
-    );
-    return rows[0]?.n ?? -1;
-  },
-  // A copy of the real key table, indexes and all.
-  async createKeyTable(table) {
-    await db.$executeRawUnsafe(`create table "${table}" (like idempotency_keys including all)`);
-  },
-  async dropTable(table) {
-    await db.$executeRawUnsafe(`drop table "${table}"`);
-  },
-  async seed(table, procedure, shape, count) {
-    const owner = shape.state === 'processing' ? 'gen_random_uuid()' : 'null';
-    await db.$executeRawUnsafe(
-      `insert into "${table}" (scope, procedure, key, fingerprint, state, lease_owner, locked_until, created_at, expires_at)
-       select 'cleanup', $1, i::text, repeat('0', 64), $2, ${owner}, ${fromNow(shape.lockedUntil)},
-              ${fromNow(shape.createdAt)}, ${fromNow(shape.expiresAt)}
-       from generate_series(1, $3::int) i`,
-      procedure,
-      shape.state,
-      count,
-    );
-  },
-  async countsByProcedure(table) {
-    const rows = await db.$queryRawUnsafe<Array<{ procedure: string; n: number }>>(
-      `select procedure, count(*)::int as n from "${table}" group by procedure`,
-    );
-    return Object.fromEntries(rows.map((row) => [row.procedure, row.n]));
-  },
-};
-
 describeStoreContract(
   'Postgres',
   (): StoreBackend<PrismaTransactionLike<Database>> => ({
-    ...postgresRows,
+    ...postgresRows(db),
     store,
     // A pool: another connection reads while a transaction holds one.
     observer: store,
