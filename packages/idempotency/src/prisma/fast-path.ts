@@ -25,6 +25,13 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { SqlExecutor } from './client.ts';
+import type { BatchStatement } from './pg-batch.ts';
+import { idempotencyStatementName } from './statement-names.ts';
+import {
+  type PoolClientLike,
+  type TransactionConnection,
+  transactionConnection,
+} from './transaction-connection.ts';
 
 /** The slice of Prisma's driver adapter interfaces (`@prisma/driver-adapter-utils`) the fast path uses. */
 export interface SqlQueryLike {
@@ -59,6 +66,11 @@ export interface IdempotencyFastPath {
   bind(tx: object): void;
   /** Where a statement for `tx` (undefined: outside any transaction) goes fast, or undefined: through Prisma. */
   executor(tx: object | undefined): SqlExecutor | undefined;
+  /**
+   * Queues a statement of `tx` to be sent with its COMMIT (in one round trip, under one Sync); false when this
+   * transaction cannot (then send it now). A failure of the statement rolls the whole transaction back.
+   */
+  deferUntilCommit(tx: object, sql: string, values: unknown[]): boolean;
 }
 
 const FAST_PATH = Symbol.for('@idem/idempotency/prisma fast path');
@@ -72,6 +84,8 @@ interface Slot {
 interface OpenTransaction {
   executor: SqlExecutor;
   open: boolean;
+  /** The transaction's own pooled connection, when the adapter's was captured (node-postgres' pool). */
+  connection?: TransactionConnection;
 }
 
 /** Marks `factory`'s transactions so the idempotency store can send its statements on them directly. */
@@ -97,10 +111,18 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
       const transaction = bound.get(tx);
       return transaction?.open ? transaction.executor : undefined;
     },
+    deferUntilCommit(tx, sql, values) {
+      const transaction = bound.get(tx);
+      if (!transaction?.open || !transaction.connection) return false;
+      transaction.connection.deferUntilCommit(statementOf(sql, values));
+      return true;
+    },
   };
 
-  function tracked(transaction: TransactionLike): TransactionLike {
-    const state: OpenTransaction = { executor: executorOn(transaction), open: true };
+  function tracked(transaction: TransactionLike, connection?: TransactionConnection): TransactionLike {
+    const state: OpenTransaction = connection
+      ? { executor: executorOnConnection(connection), open: true, connection }
+      : { executor: executorOn(transaction), open: true };
     // The store binds it at the start of its callback, before the procedure can open a transaction of its own.
     const slot = slots.getStore();
     if (slot) slot.transaction = state;
@@ -138,8 +160,25 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
             const member: unknown = Reflect.get(inner, name, innerReceiver);
             if (typeof member !== 'function') return member;
             if (name === 'startTransaction')
-              return async (...args: unknown[]) =>
-                tracked((await Reflect.apply(member, inner, args)) as TransactionLike);
+              return async (...args: unknown[]) => {
+                const pool = slots.getStore() ? poolOf(inner) : undefined;
+                if (!pool) return tracked((await Reflect.apply(member, inner, args)) as TransactionLike);
+                // The store's own transaction: the adapter gets its pooled client through `transactionConnection`.
+                let connection: TransactionConnection | undefined;
+                const capturing = new Proxy(inner, {
+                  get(target, key) {
+                    if (key !== 'client') return Reflect.get(target, key, target);
+                    return {
+                      connect: async () => {
+                        connection = transactionConnection(await pool.connect());
+                        return connection.client;
+                      },
+                    };
+                  },
+                });
+                const transaction = (await Reflect.apply(member, capturing, args)) as TransactionLike;
+                return tracked(transaction, connection);
+              };
             // `$disconnect` ends this adapter's pool: until Prisma connects again, statements go through Prisma.
             if (name === 'dispose')
               return (...args: unknown[]) => {
@@ -164,6 +203,40 @@ export function fastPathOf(factory: object): IdempotencyFastPath | undefined {
 const INT64 = 1;
 const DATE = 8;
 const DATE_TIME = 10;
+
+/**
+ * The pg pool under Prisma's pg adapter (`underlyingDriver()`), when it is one: its clients are what
+ * `transactionConnection` folds round trips on. Any other adapter keeps the adapter-level fast path.
+ */
+function poolOf(adapter: DriverAdapterLike): { connect(): Promise<PoolClientLike> } | undefined {
+  const driver = (adapter as { underlyingDriver?: () => unknown }).underlyingDriver?.();
+  const pool = driver as { connect?: unknown; query?: unknown; totalCount?: unknown } | undefined;
+  if (
+    typeof pool?.connect !== 'function' ||
+    typeof pool.query !== 'function' ||
+    pool.totalCount === undefined
+  )
+    return undefined;
+  return pool as { connect(): Promise<PoolClientLike> };
+}
+
+/** The store's statements are prepared once per connection (named): planning the claim costs more than running it. */
+function statementOf(sql: string, values: unknown[]): BatchStatement {
+  const name = idempotencyStatementName(sql);
+  return name ? { text: sql, values, name } : { text: sql, values };
+}
+
+/** `$queryRawUnsafe` / `$executeRawUnsafe` on the transaction's own connection (node-postgres' row objects). */
+function executorOnConnection(connection: TransactionConnection): SqlExecutor {
+  return {
+    async $queryRawUnsafe<T>(sql: string, ...values: unknown[]) {
+      return (await connection.send(statementOf(sql, values))).rows as T;
+    },
+    async $executeRawUnsafe(sql: string, ...values: unknown[]) {
+      return (await connection.send(statementOf(sql, values))).rowCount ?? 0;
+    },
+  };
+}
 
 /** `$queryRawUnsafe` / `$executeRawUnsafe` on an adapter queryable, with Prisma's result types for our columns. */
 function executorOn(queryable: SqlQueryableLike): SqlExecutor {

@@ -276,6 +276,21 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
        locked_until = null
      where ${where} and lease_owner = $4::uuid and state = 'processing'`,
   );
+  // The completion sent with the COMMIT (fast path, fastPath.deferUntilCommit): its row count cannot be read
+  // before the COMMIT runs, so the statement itself fails when it matched no row — an invalid cast, whose error
+  // rolls the whole transaction back — and the effect never commits without its response.
+  const completeAtCommitSql = marked(
+    'complete-at-commit',
+    `with completed as (
+       update ${table} set state = 'completed', response = $5, http_status = $6, lease_owner = null,
+         locked_until = null
+       where ${where} and lease_owner = $4::uuid and state = 'processing'
+       returning 1)
+     select case when count(*) = 1 then 1
+       else ('idempotency completion matched ' || count(*) || ' rows: the key is not this transaction''s')::int
+     end as completed
+     from completed`,
+  );
   const releaseSql = marked(
     'release',
     `delete from ${table} where ${where} and lease_owner = $4::uuid and state = 'processing'`,
@@ -299,13 +314,11 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     ...(options.leaseRenewal === false ? {} : { renewLease }),
 
     async complete(key, owner, response, tx?: SqlExecutor) {
-      const count = await on(tx).$executeRawUnsafe(
-        completeSql,
-        ...keyParams(key),
-        owner,
-        JSON.stringify(response),
-        response.httpStatus,
-      );
+      const values = [...keyParams(key), owner, JSON.stringify(response), response.httpStatus];
+      // Inside a transaction the completion can travel with the COMMIT (one round trip fewer): it then either
+      // matched the row or rolled everything back, so true is the only answer a caller can observe.
+      if (tx && fastPath?.deferUntilCommit(tx, completeAtCommitSql, values)) return true;
+      const count = await on(tx).$executeRawUnsafe(completeSql, ...values);
       return count === 1;
     },
 
