@@ -109,7 +109,7 @@ async function firstExecution(store: ReturnType<typeof countingStore>['store'], 
   return request;
 }
 
-describe('the fast path on node-postgres: round trips of a store transaction', () => {
+describe('the fast path on node-postgres', () => {
   it('a first execution costs the procedure’s own three: BEGIN + claim, the insert, completion + COMMIT (control: five)', async () => {
     const folded = countingStore({ reachable: true });
     const control = countingStore({ reachable: false });
@@ -230,6 +230,31 @@ describe('the fast path on node-postgres: round trips of a store transaction', (
       expect(status).toEqual({ open: false });
     } finally {
       await folded.db.$disconnect();
+    }
+  });
+
+  it("prepares the store's statements once per connection, in and out of transactions (control: hidden pool, none)", async () => {
+    const folded = countingStore({ reachable: true });
+    const control = countingStore({ reachable: false });
+    const prepared = async (db: Database) =>
+      (
+        await db.$queryRawUnsafe<Array<{ statement: string }>>(
+          'select statement from pg_prepared_statements order by statement',
+        )
+      ).map((row) => label(row.statement));
+    try {
+      for (const { store } of [folded, control]) {
+        await firstExecution(store);
+        const external = claimRequest();
+        await store.claim(external);
+        await store.complete(keyOf(external), external.owner, output);
+      }
+      // One connection per pool: Prisma's query runs where the store's statements ran.
+      expect(await prepared(folded.db)).toEqual(['claim', 'claim', 'complete', 'complete-at-commit']);
+      expect(await prepared(control.db)).toEqual([]);
+    } finally {
+      await folded.db.$disconnect();
+      await control.db.$disconnect();
     }
   });
 

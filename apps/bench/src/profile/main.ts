@@ -24,6 +24,8 @@ import { initTRPC } from '@trpc/server';
 import pg from 'pg';
 import superjson from 'superjson';
 import { z } from 'zod';
+// The library's one-Sync batch (internal: not a public export), for the SQL floor of the folded transaction.
+import { sendBatch } from '../../../../packages/idempotency/src/prisma/pg-batch.ts';
 import { intEnv } from '../peers/config.ts';
 import { insertEffect, runEffect } from '../peers/effect.ts';
 import {
@@ -66,6 +68,20 @@ function createRouter(
   });
 }
 
+/** `factory` whose adapters do not show their pg pool: the fast path then stays at the adapter level. */
+function withoutPool<TFactory extends { connect(): Promise<object> }>(factory: TFactory): TFactory {
+  return new Proxy(factory, {
+    get(target, property, receiver) {
+      if (property !== 'connect') return Reflect.get(target, property, receiver);
+      return async () =>
+        new Proxy(await target.connect(), {
+          get: (adapter, name, adapterReceiver) =>
+            name === 'underlyingDriver' ? () => undefined : Reflect.get(adapter, name, adapterReceiver),
+        });
+    },
+  });
+}
+
 function p50(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
@@ -86,10 +102,12 @@ async function main() {
   // The store's statements straight to the adapter (withIdempotencyFastPath), unnamed and prepared.
   const fastAdapter = withIdempotencyFastPath(pgAdapter({ connectionString: databaseUrl, max: 2 }));
   const dbFast = createPrismaClient({ adapter: fastAdapter });
-  const fastPreparedAdapter = withIdempotencyFastPath(
-    pgAdapter({ connectionString: databaseUrl, max: 2, statementName: idempotencyStatementName }),
+  // The fast path with the pool hidden from it (the adapter-level fast path before round trips were folded):
+  // every statement through the adapter transaction, one round trip each.
+  const adapterLevel = withIdempotencyFastPath(
+    withoutPool(pgAdapter({ connectionString: databaseUrl, max: 2 })),
   );
-  const dbFastPrepared = createPrismaClient({ adapter: fastPreparedAdapter });
+  const dbAdapterLevel = createPrismaClient({ adapter: adapterLevel });
   try {
     await migrateDatabase(databaseUrl);
     await sql.connect();
@@ -103,7 +121,7 @@ async function main() {
     const preparedSuperjson = createRouter(dbPrepared, 'superjson').createCaller;
     const unnamedNoRead = createRouter(db, 'identity', false).createCaller;
     const fast = createRouter(dbFast, 'identity', false, fastAdapter).createCaller;
-    const fastPrepared = createRouter(dbFastPrepared, 'identity', false, fastPreparedAdapter).createCaller;
+    const fastAdapterLevel = createRouter(dbAdapterLevel, 'identity', false, adapterLevel).createCaller;
     const withKey = (key: string) => ({ headers: new Headers({ 'idempotency-key': key }) });
     const replayKeys: string[] = [];
     const primeKey = () => {
@@ -145,6 +163,26 @@ async function main() {
           values: statements.completeParams('profile-sql', 'pg.idem', key),
         });
         await sql.query('commit');
+      },
+      'sql: named, folded: BEGIN+claim, insert, complete+COMMIT (3 round trips)': async () => {
+        const key = randomUUID();
+        await sendBatch(sql, [
+          { text: 'BEGIN', values: [] },
+          { name: 'claim', text: statements.claim, values: claimParams(key) },
+        ]);
+        await sql.query({
+          name: 'insert',
+          text: 'insert into bench_effects (n) values ($1) returning id, at',
+          values: [1],
+        });
+        await sendBatch(sql, [
+          {
+            name: 'complete',
+            text: statements.complete,
+            values: statements.completeParams('profile-sql', 'pg.idem', key),
+          },
+          { text: 'COMMIT', values: [] },
+        ]);
       },
       'sql: claim alone (unnamed)': () => sql.query(statements.claim, claimParams(randomUUID(), 'alone')),
       'sql: claim alone (named)': () =>
@@ -188,13 +226,13 @@ async function main() {
         const key = replayKeys[Math.max(0, replayIndex - 2)];
         return preparedNoRead(withKey(key ?? primeKey())).protected({ n: 1 });
       },
-      'trpc: protected, unnamed, no completed read (first execution) — the defaults': () =>
+      'trpc: protected, unnamed, no completed read, through Prisma (first execution)': () =>
         unnamedNoRead(withKey(randomUUID())).protected({ n: 1 }),
-      'trpc: protected, fast path, unnamed (first execution)': () =>
+      'trpc: protected, fast path (first execution) — the defaults': () =>
         fast(withKey(randomUUID())).protected({ n: 1 }),
-      'trpc: protected, fast path, prepared (first execution)': () =>
-        fastPrepared(withKey(randomUUID())).protected({ n: 1 }),
-      'trpc: protected, fast path, unnamed (replay)': () => {
+      'trpc: protected, fast path at the adapter level, unnamed (first execution)': () =>
+        fastAdapterLevel(withKey(randomUUID())).protected({ n: 1 }),
+      'trpc: protected, fast path (replay)': () => {
         const key = replayKeys[Math.max(0, replayIndex - 3)];
         return fast(withKey(key ?? primeKey())).protected({ n: 1 });
       },
@@ -233,7 +271,7 @@ async function main() {
     await db.$disconnect();
     await dbPrepared.$disconnect();
     await dbFast.$disconnect();
-    await dbFastPrepared.$disconnect();
+    await dbAdapterLevel.$disconnect();
     await dropDatabase(server.adminUrl, name);
   }
 }

@@ -154,7 +154,8 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
       if (property !== 'connect' || typeof value !== 'function') return value;
       return async () => {
         const adapter = (await Reflect.apply(value, target, [])) as DriverAdapterLike;
-        connected = executorOn(adapter);
+        const pool = poolOf(adapter);
+        connected = pool ? executorOnPool(pool) : executorOn(adapter);
         return new Proxy(adapter, {
           get(inner, name, innerReceiver) {
             const member: unknown = Reflect.get(inner, name, innerReceiver);
@@ -208,7 +209,7 @@ const DATE_TIME = 10;
  * The pg pool under Prisma's pg adapter (`underlyingDriver()`), when it is one: its clients are what
  * `transactionConnection` folds round trips on. Any other adapter keeps the adapter-level fast path.
  */
-function poolOf(adapter: DriverAdapterLike): { connect(): Promise<PoolClientLike> } | undefined {
+function poolOf(adapter: DriverAdapterLike): PoolLike | undefined {
   const driver = (adapter as { underlyingDriver?: () => unknown }).underlyingDriver?.();
   const pool = driver as { connect?: unknown; query?: unknown; totalCount?: unknown } | undefined;
   if (
@@ -217,7 +218,25 @@ function poolOf(adapter: DriverAdapterLike): { connect(): Promise<PoolClientLike
     pool.totalCount === undefined
   )
     return undefined;
-  return pool as { connect(): Promise<PoolClientLike> };
+  return pool as PoolLike;
+}
+
+/** The slice of node-postgres' `Pool` the fast path uses. */
+interface PoolLike {
+  connect(): Promise<PoolClientLike>;
+  query(statement: BatchStatement): Promise<{ rows: unknown[]; rowCount: number | null }>;
+}
+
+/** Statements outside a transaction (external mode's claim, completion, lease): one pooled query each, prepared. */
+function executorOnPool(pool: PoolLike): SqlExecutor {
+  return {
+    async $queryRawUnsafe<T>(sql: string, ...values: unknown[]) {
+      return (await pool.query(statementOf(sql, values))).rows as T;
+    },
+    async $executeRawUnsafe(sql: string, ...values: unknown[]) {
+      return (await pool.query(statementOf(sql, values))).rowCount ?? 0;
+    },
+  };
 }
 
 /** The store's statements are prepared once per connection (named): planning the claim costs more than running it. */
