@@ -7,7 +7,8 @@
  * Idem's statements the way the store sends them now. Prisma arms: the same statements through
  * `$transaction` + `$queryRawUnsafe`. tRPC arms: the bench procedures through `createCaller`, the real
  * middleware and store. JavaScript arms: the request's own CPU work (fingerprint, serialising the result,
- * UUIDs). Run it under `node --cpu-prof` for the shares inside one arm (BENCH_PROFILE_ONLY=<arm>).
+ * UUIDs). Run it under `node --cpu-prof` for the shares inside one arm (BENCH_PROFILE_ONLY=<arm>); several
+ * arms side by side: BENCH_PROFILE_ONLY='<arm>|<arm>' (each a part of an arm's name).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -38,7 +39,7 @@ import {
 import { recordedStatements } from './recorded-statements.ts';
 
 const ITERATIONS = intEnv('BENCH_PROFILE_ITERATIONS', 2000);
-const ONLY = process.env.BENCH_PROFILE_ONLY;
+const ONLY = process.env.BENCH_PROFILE_ONLY?.split('|');
 
 interface BenchContext {
   headers: Headers;
@@ -244,7 +245,7 @@ async function main() {
         JSON.stringify(superjson.serialize({ id: 123, at: new Date() })),
       'js: sha256 of 64 bytes': () => createHash('sha256').update('x'.repeat(64)).digest('hex'),
     };
-    const names = Object.keys(arms).filter((arm) => !ONLY || arm.includes(ONLY));
+    const names = Object.keys(arms).filter((arm) => !ONLY || ONLY.some((part) => arm.includes(part)));
     // Replays need first executions to replay: the first-execution arm runs before the replay arm in every
     // rotation because replays pick keys in the order they were primed (a shortfall primes a fresh key).
     for (let warm = 0; warm < 200; warm += 1) for (const arm of names) await arms[arm]?.();
