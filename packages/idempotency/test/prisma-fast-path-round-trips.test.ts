@@ -12,6 +12,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { RecordKey } from '../src/index.ts';
 import {
   createPrismaIdempotencyStore,
+  type FastPathOptions,
   type PrismaTransactionLike,
   withIdempotencyFastPath,
 } from '../src/prisma/index.ts';
@@ -43,7 +44,16 @@ beforeAll(async () => {
  * trip). `reachable: false` hides the pool from the fast path (`underlyingDriver()` answers nothing): the
  * control, where the store's statements go through the adapter transaction one by one.
  */
-function countingStore({ reachable }: { reachable: boolean }) {
+function countingStore({
+  reachable,
+  pipeline = false,
+  options,
+}: {
+  reachable: boolean;
+  /** Open the pool's connections in node-postgres' pipeline mode (one Sync per query). */
+  pipeline?: boolean;
+  options?: FastPathOptions;
+}) {
   const counter = { roundTrips: 0, statements: [] as string[] };
   const base = pgAdapter({ connectionString: url, max: 1 });
   const factory = new Proxy(base, {
@@ -51,7 +61,9 @@ function countingStore({ reachable }: { reachable: boolean }) {
       if (property !== 'connect') return Reflect.get(target, property, receiver);
       return async () => {
         const adapter = await base.connect();
-        countQueries(adapter.underlyingDriver() as unknown as Pool, counter);
+        const pool = adapter.underlyingDriver() as unknown as Pool & { options: Record<string, unknown> };
+        if (pipeline) pool.options.pipeline = true;
+        countQueries(pool, counter);
         if (reachable) return adapter;
         return new Proxy(adapter, {
           get: (inner, name, innerReceiver) =>
@@ -60,7 +72,7 @@ function countingStore({ reachable }: { reachable: boolean }) {
       };
     },
   });
-  const fast = withIdempotencyFastPath(factory);
+  const fast = withIdempotencyFastPath(factory, options);
   const db = new PrismaClient({ adapter: fast });
   const store = createPrismaIdempotencyStore(db, { fastPath: fast });
   return { db, store, counter, fast };
@@ -255,6 +267,46 @@ describe('the fast path on node-postgres', () => {
     } finally {
       await folded.db.$disconnect();
       await control.db.$disconnect();
+    }
+  });
+
+  it('prepare: false folds the same round trips and prepares nothing', async () => {
+    const unnamed = countingStore({ reachable: true, options: { prepare: false } });
+    try {
+      await firstExecution(unnamed.store);
+      unnamed.counter.statements = [];
+      const request = await firstExecution(unnamed.store);
+      const external = claimRequest();
+      await unnamed.store.claim(external);
+      await unnamed.store.complete(keyOf(external), external.owner, output);
+      expect(unnamed.counter.statements.slice(0, 3)).toEqual([
+        'BEGIN + claim',
+        'insert',
+        'complete-at-commit + COMMIT',
+      ]);
+      expect(await unnamed.store.find(keyOf(request))).toMatchObject({
+        state: 'completed',
+        response: output,
+      });
+      expect(await unnamed.db.$queryRawUnsafe('select statement from pg_prepared_statements')).toEqual([]);
+    } finally {
+      await unnamed.db.$disconnect();
+    }
+  });
+
+  it("keeps one statement per round trip on a client in node-postgres' pipeline mode (which refuses a batch)", async () => {
+    const pipelined = countingStore({ reachable: true, pipeline: true });
+    try {
+      await firstExecution(pipelined.store);
+      pipelined.counter.roundTrips = 0;
+      const request = await firstExecution(pipelined.store);
+      expect(pipelined.counter.roundTrips).toBe(5);
+      expect(await pipelined.store.find(keyOf(request))).toMatchObject({
+        state: 'completed',
+        response: output,
+      });
+    } finally {
+      await pipelined.db.$disconnect();
     }
   });
 

@@ -72,7 +72,7 @@ function normalizedModel(text: string, model: string): string | null {
 
 // Each test builds the schema itself (not once for the file): what a test checks is then what it ran.
 describe('the key table, defined once', () => {
-  it('its DDL builds the table the migrations build: columns, primary key and every index, (scope, state) included', async () => {
+  it('its DDL builds the table the migrations build: columns, primary key and every index, (state, scope) included', async () => {
     const scratch = uniqueTableName('idem_schema');
     await db.$executeRawUnsafe(`create schema "${scratch}"`);
     try {
@@ -81,7 +81,7 @@ describe('the key table, defined once', () => {
       const migrated = await shapeOf('public', 'idempotency_keys');
       const fromDdl = await shapeOf(scratch, 'idempotency_keys');
       expect(migrated.indexes).toContain(
-        'CREATE INDEX idempotency_keys_in_flight_idx ON idempotency_keys USING btree (scope, state)',
+        'CREATE INDEX idempotency_keys_in_flight_idx ON idempotency_keys USING btree (state, scope)',
       );
       expect(fromDdl).toEqual(migrated);
 
@@ -97,7 +97,7 @@ describe('the key table, defined once', () => {
     const schema = idempotencyKeysSchema();
     expect(schema.indexes).toEqual([
       { name: 'idempotency_keys_expires_at_idx', columns: ['expires_at'] },
-      { name: 'idempotency_keys_in_flight_idx', columns: ['scope', 'state'] },
+      { name: 'idempotency_keys_in_flight_idx', columns: ['state', 'scope'] },
     ]);
     expect(idempotencyKeysSchema('billing.keys').indexes.map((index) => index.name)).toEqual([
       'keys_expires_at_idx',
@@ -112,8 +112,8 @@ describe('the key table, defined once', () => {
     const repoModel = normalizedModel(prismaSchema, 'IdempotencyKey');
     expect(repoModel).not.toBeNull();
     expect(normalizedModel(schema.prismaModel, 'IdempotencyKey')).toBe(repoModel);
-    // Control: a model without the (scope, state) index is told apart.
-    const withoutIndex = schema.prismaModel.replace(/^ {2}@@index\(\[scope, state\].*$/m, '');
+    // Control: a model without the (state, scope) index is told apart.
+    const withoutIndex = schema.prismaModel.replace(/^ {2}@@index\(\[state, scope\].*$/m, '');
     expect(normalizedModel(withoutIndex, 'IdempotencyKey')).not.toBe(repoModel);
   });
 

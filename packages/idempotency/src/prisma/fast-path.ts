@@ -20,18 +20,25 @@
  * closed"): a late statement can never run outside its transaction, on a connection another request now holds.
  * Before the adapter is connected (Prisma connects on its first query), statements go through Prisma too.
  *
- * Errors from the fast path are the adapter's own (`DriverAdapterError`, the SQLSTATE in `cause.originalCode`)
- * rather than Prisma's P2010 wrapping of the same error; the store recognises both (lock timeout, missing table).
+ * On Prisma's pg adapter over a node-postgres pool (node-postgres.ts), the store goes one level further down:
+ * its statements run on the pool's connections, prepared once per connection, and the store's transaction runs
+ * on a connection that sends BEGIN with the claim and the completion with the COMMIT, one round trip each
+ * (transaction-connection.ts). Other adapters get the statements on the adapter transaction, one by one.
+ *
+ * Errors from the fast path are the driver's own (node-postgres' `DatabaseError`, or the adapter's
+ * `DriverAdapterError` with the SQLSTATE in `cause.originalCode`) rather than Prisma's P2010 wrapping of the same
+ * error; the store recognises all of them (lock timeout, missing table).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { SqlExecutor } from './client.ts';
-import type { BatchStatement } from './pg-batch.ts';
-import { idempotencyStatementName } from './statement-names.ts';
 import {
-  type PoolClientLike,
-  type TransactionConnection,
-  transactionConnection,
-} from './transaction-connection.ts';
+  executorOnConnection,
+  executorOnPool,
+  poolOf,
+  startCapturing,
+  statementOf,
+} from './node-postgres.ts';
+import type { TransactionConnection } from './transaction-connection.ts';
 
 /** The slice of Prisma's driver adapter interfaces (`@prisma/driver-adapter-utils`) the fast path uses. */
 export interface SqlQueryLike {
@@ -88,9 +95,19 @@ interface OpenTransaction {
   connection?: TransactionConnection;
 }
 
+export interface FastPathOptions {
+  /**
+   * On a node-postgres pool, prepare the store's statements once per connection (named statements). Default
+   * true: planning the claim costs more than running it. `false` behind a pooler in transaction mode that cannot
+   * track prepared statements (PgBouncer before 1.21, or without `max_prepared_statements`).
+   */
+  prepare?: boolean;
+}
+
 /** Marks `factory`'s transactions so the idempotency store can send its statements on them directly. */
 export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLike>(
   factory: TFactory,
+  { prepare = true }: FastPathOptions = {},
 ): WithFastPath<TFactory> {
   if (factory.provider !== 'postgres')
     throw new TypeError(
@@ -114,14 +131,14 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
     deferUntilCommit(tx, sql, values) {
       const transaction = bound.get(tx);
       if (!transaction?.open || !transaction.connection) return false;
-      transaction.connection.deferUntilCommit(statementOf(sql, values));
+      transaction.connection.deferUntilCommit(statementOf(sql, values, prepare));
       return true;
     },
   };
 
   function tracked(transaction: TransactionLike, connection?: TransactionConnection): TransactionLike {
     const state: OpenTransaction = connection
-      ? { executor: executorOnConnection(connection), open: true, connection }
+      ? { executor: executorOnConnection(connection, prepare), open: true, connection }
       : { executor: executorOn(transaction), open: true };
     // The store binds it at the start of its callback, before the procedure can open a transaction of its own.
     const slot = slots.getStore();
@@ -155,7 +172,7 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
       return async () => {
         const adapter = (await Reflect.apply(value, target, [])) as DriverAdapterLike;
         const pool = poolOf(adapter);
-        connected = pool ? executorOnPool(pool) : executorOn(adapter);
+        connected = pool ? executorOnPool(pool, prepare) : executorOn(adapter);
         return new Proxy(adapter, {
           get(inner, name, innerReceiver) {
             const member: unknown = Reflect.get(inner, name, innerReceiver);
@@ -164,21 +181,14 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
               return async (...args: unknown[]) => {
                 const pool = slots.getStore() ? poolOf(inner) : undefined;
                 if (!pool) return tracked((await Reflect.apply(member, inner, args)) as TransactionLike);
-                // The store's own transaction: the adapter gets its pooled client through `transactionConnection`.
-                let connection: TransactionConnection | undefined;
-                const capturing = new Proxy(inner, {
-                  get(target, key) {
-                    if (key !== 'client') return Reflect.get(target, key, target);
-                    return {
-                      connect: async () => {
-                        connection = transactionConnection(await pool.connect());
-                        return connection.client;
-                      },
-                    };
-                  },
-                });
-                const transaction = (await Reflect.apply(member, capturing, args)) as TransactionLike;
-                return tracked(transaction, connection);
+                // The store's own transaction, on node-postgres: its connection folds round trips away.
+                const started = await startCapturing(
+                  member as (...startArgs: unknown[]) => Promise<TransactionLike>,
+                  inner,
+                  pool,
+                  args,
+                );
+                return tracked(started.transaction, started.connection);
               };
             // `$disconnect` ends this adapter's pool: until Prisma connects again, statements go through Prisma.
             if (name === 'dispose')
@@ -204,58 +214,6 @@ export function fastPathOf(factory: object): IdempotencyFastPath | undefined {
 const INT64 = 1;
 const DATE = 8;
 const DATE_TIME = 10;
-
-/**
- * The pg pool under Prisma's pg adapter (`underlyingDriver()`), when it is one: its clients are what
- * `transactionConnection` folds round trips on. Any other adapter keeps the adapter-level fast path.
- */
-function poolOf(adapter: DriverAdapterLike): PoolLike | undefined {
-  const driver = (adapter as { underlyingDriver?: () => unknown }).underlyingDriver?.();
-  const pool = driver as { connect?: unknown; query?: unknown; totalCount?: unknown } | undefined;
-  if (
-    typeof pool?.connect !== 'function' ||
-    typeof pool.query !== 'function' ||
-    pool.totalCount === undefined
-  )
-    return undefined;
-  return pool as PoolLike;
-}
-
-/** The slice of node-postgres' `Pool` the fast path uses. */
-interface PoolLike {
-  connect(): Promise<PoolClientLike>;
-  query(statement: BatchStatement): Promise<{ rows: unknown[]; rowCount: number | null }>;
-}
-
-/** Statements outside a transaction (external mode's claim, completion, lease): one pooled query each, prepared. */
-function executorOnPool(pool: PoolLike): SqlExecutor {
-  return {
-    async $queryRawUnsafe<T>(sql: string, ...values: unknown[]) {
-      return (await pool.query(statementOf(sql, values))).rows as T;
-    },
-    async $executeRawUnsafe(sql: string, ...values: unknown[]) {
-      return (await pool.query(statementOf(sql, values))).rowCount ?? 0;
-    },
-  };
-}
-
-/** The store's statements are prepared once per connection (named): planning the claim costs more than running it. */
-function statementOf(sql: string, values: unknown[]): BatchStatement {
-  const name = idempotencyStatementName(sql);
-  return name ? { text: sql, values, name } : { text: sql, values };
-}
-
-/** `$queryRawUnsafe` / `$executeRawUnsafe` on the transaction's own connection (node-postgres' row objects). */
-function executorOnConnection(connection: TransactionConnection): SqlExecutor {
-  return {
-    async $queryRawUnsafe<T>(sql: string, ...values: unknown[]) {
-      return (await connection.send(statementOf(sql, values))).rows as T;
-    },
-    async $executeRawUnsafe(sql: string, ...values: unknown[]) {
-      return (await connection.send(statementOf(sql, values))).rowCount ?? 0;
-    },
-  };
-}
 
 /** `$queryRawUnsafe` / `$executeRawUnsafe` on an adapter queryable, with Prisma's result types for our columns. */
 function executorOn(queryable: SqlQueryableLike): SqlExecutor {

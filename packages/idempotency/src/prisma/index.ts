@@ -5,7 +5,7 @@
 
 export { type CleanupResult, cleanupExpiredKeys } from './cleanup.ts';
 export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
-export { type WithFastPath, withIdempotencyFastPath } from './fast-path.ts';
+export { type FastPathOptions, type WithFastPath, withIdempotencyFastPath } from './fast-path.ts';
 export { IdempotencyTableMissingError } from './missing-table.ts';
 export {
   createIdempotencyKeyOperations,

@@ -248,8 +248,7 @@ export function createIdempotencyKeyOperations<TClient extends PrismaClientLike>
     findKeys,
 
     async countProcessing() {
-      // The `(scope, state)` index leads with scope: this count reads every processing row of every scope.
-      // Callers that poll (metrics) should cache it.
+      // The `(state, scope)` index serves it: it reads the processing rows only, of every scope.
       const rows = await db.$queryRawUnsafe<Array<{ in_flight: number; stuck: number }>>(
         `select count(*) filter (where ${LEASE_LIVE_SQL})::int as in_flight,
                 count(*) filter (where not ${LEASE_LIVE_SQL})::int as stuck

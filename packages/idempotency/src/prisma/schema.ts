@@ -138,10 +138,11 @@ const INDEXES: readonly Index[] = [
   { suffix: 'expires_at_idx', columns: ['expires_at'], prismaMap: false },
   {
     suffix: 'in_flight_idx',
-    columns: ['scope', 'state'],
+    columns: ['state', 'scope'],
     doc: [
       "The claim's per-principal in-flight count reads only the principal's keys that are processing:",
-      'without it, each claim walks every key of the principal (1.5 s per claim at 100 000 keys).',
+      'without it, each claim walks every key of the principal (1.5 s per claim at 100 000 keys). State',
+      "first, so that it never serves a lookup by the primary key's (scope, …) instead of the primary key.",
     ],
     prismaMap: true,
   },

@@ -102,9 +102,10 @@ export function transactionConnection(client: PoolClientLike): TransactionConnec
   };
 }
 
+/** The statement's text when it may be BEGIN, COMMIT or ROLLBACK (upper case), else undefined. */
 function statementText(config: unknown): string | undefined {
   const text = typeof config === 'string' ? config : (config as { text?: unknown } | null)?.text;
-  return typeof text === 'string' ? text.trim().toUpperCase() : undefined;
+  return typeof text === 'string' && text.length <= 16 ? text.trim().toUpperCase() : undefined;
 }
 
 function hasValues(config: unknown, values: unknown): boolean {
