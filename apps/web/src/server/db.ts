@@ -6,9 +6,9 @@ import { env } from '~/env';
 // One client per server process; Next's dev server re-evaluates modules on edit, so keep it on globalThis.
 const cache = globalThis as unknown as { idemDb?: { db: Database; adapter: DatabaseAdapter } };
 
-// Every statement unnamed, the store's included: preparing them halves their SQL time but, through Prisma's pg
-// adapter, made the whole protected request slower on a quiet machine (docs/BENCHMARKS.md, issue 14's profile).
-// The idempotency store's statements take the fast path: straight to the adapter, on Prisma's own transaction.
+// The idempotency store's statements take the fast path: underneath Prisma, on the transaction's own connection
+// (BEGIN with the claim, the completion with the COMMIT), prepared once per connection. The app's own statements
+// stay Prisma's, unnamed.
 function connect() {
   const adapter = withIdempotencyFastPath(pgAdapter({ connectionString: env.DATABASE_URL }));
   return { db: createPrismaClient({ adapter }), adapter };
