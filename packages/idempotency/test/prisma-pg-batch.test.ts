@@ -131,6 +131,24 @@ describe('sendBatch', () => {
     });
   });
 
+  it("honours the client's query_timeout: a slower batch is refused, a faster one answered", async () => {
+    const client = await pool.connect();
+    const parameters = (client as unknown as { connectionParameters: { query_timeout?: number } })
+      .connectionParameters;
+    parameters.query_timeout = 200;
+    try {
+      const [fast] = await sendBatch(client, [{ text: 'select 1 as one', values: [] }]);
+      expect(fast?.rows).toEqual([{ one: 1 }]);
+      await expect(sendBatch(client, [{ text: 'select pg_sleep(1)', values: [] }])).rejects.toThrow(
+        'Query read timeout',
+      );
+    } finally {
+      delete parameters.query_timeout;
+      // The timed-out query is still running on that connection: it is not given back to the pool.
+      (client as unknown as { release(error: Error): void }).release(new Error('timed out in a test'));
+    }
+  });
+
   it('refuses a name already prepared for another statement, and sends nothing', async () => {
     await withClient(async (client) => {
       const name = 'idem_batch_test_clash';

@@ -24,7 +24,9 @@ async function oneConnectionStore({ oldIndex }: { oldIndex: boolean }) {
   clients.push(db);
   if (oldIndex) {
     await db.$executeRawUnsafe('drop index idempotency_keys_in_flight_idx');
-    await db.$executeRawUnsafe('create index idempotency_keys_in_flight_idx on idempotency_keys (scope, state)');
+    await db.$executeRawUnsafe(
+      'create index idempotency_keys_in_flight_idx on idempotency_keys (scope, state)',
+    );
   }
   return { db, store: createPrismaIdempotencyStore(db, { fastPath: fast }) };
 }

@@ -62,6 +62,8 @@ export function sendBatch(
 }
 
 class StatementBatch {
+  /** Set by node-postgres when the client has a `query_timeout` (its timer is cleared through it). */
+  callback: ((error: unknown, results?: BatchResult[]) => void) | undefined;
   private readonly results: BatchResult[] = [];
   private current: BatchResult | undefined;
   private parsers: Array<(value: string) => unknown> = [];
@@ -149,13 +151,19 @@ class StatementBatch {
 
   handleError(error: unknown): void {
     this.finish();
-    this.reject(this.failure ?? error);
+    const failure = this.failure ?? error;
+    this.callback?.(failure);
+    this.reject(failure);
   }
 
   handleReadyForQuery(): void {
+    if (this.failure) {
+      this.handleError(this.failure);
+      return;
+    }
     this.finish();
-    if (this.failure) this.reject(this.failure);
-    else this.resolve(this.results);
+    this.callback?.(null, this.results);
+    this.resolve(this.results);
   }
 
   handlePortalSuspended(): void {}
