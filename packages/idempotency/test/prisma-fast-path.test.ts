@@ -340,7 +340,7 @@ describe('the fast path', () => {
     const connected = await fast.connect();
     // A transaction the store never bound (started outside its slot) has no fast path.
     expect(path?.executor({})).toBeUndefined();
-    for (const end of ['COMMIT', '  rollback']) {
+    for (const end of ['COMMIT', '  rollback', 'COMMIT AND CHAIN']) {
       const tx = {};
       await path?.run(async () => {
         const started = (await connected.startTransaction()) as typeof transaction;
@@ -349,6 +349,8 @@ describe('the fast path', () => {
         await started.executeRaw({ sql: "update notes set text = 'commit' where id = 1" });
         await started.queryRaw({ sql: 'select 1' });
         await started.createSavepoint('sp');
+        // A nested transaction's end is not the transaction's.
+        await started.executeRaw({ sql: 'ROLLBACK TO SAVEPOINT sp' });
         expect(path.executor(tx)).toBeDefined();
         await started.executeRaw({ sql: end });
         expect(path.executor(tx)).toBeUndefined();

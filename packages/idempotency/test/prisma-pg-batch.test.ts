@@ -149,6 +149,28 @@ describe('sendBatch', () => {
     }
   });
 
+  it('books a named statement whose batch outlived query_timeout, once the server has parsed it', async () => {
+    const client = await pool.connect();
+    const parameters = (client as unknown as { connectionParameters: { query_timeout?: number } })
+      .connectionParameters;
+    parameters.query_timeout = 200;
+    const slow = { name: 'idem_batch_test_slow', text: 'select pg_sleep($1::float8) as s', values: [0.6] };
+    try {
+      await expect(sendBatch(client, [slow])).rejects.toThrow('Query read timeout');
+      delete parameters.query_timeout;
+      // The statement runs on; the next batch waits for it, then binds the prepared name instead of parsing it
+      // again (which would fail: 42P05, prepared statement already exists).
+      const [again] = await sendBatch(client, [{ ...slow, values: [0] }]);
+      expect(again?.rowCount).toBe(1);
+      expect(await preparedNames(client)).toContain(slow.name);
+      const [third] = await sendBatch(client, [{ ...slow, values: [0] }]);
+      expect(third?.rowCount).toBe(1);
+    } finally {
+      delete parameters.query_timeout;
+      client.release();
+    }
+  });
+
   it('refuses a name already prepared for another statement, and sends nothing', async () => {
     await withClient(async (client) => {
       const name = 'idem_batch_test_clash';

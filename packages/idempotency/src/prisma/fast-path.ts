@@ -143,7 +143,8 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
     // The store binds it at the start of its callback, before the procedure can open a transaction of its own.
     const slot = slots.getStore();
     if (slot) slot.transaction = state;
-    const ends = (sql: string) => /^\s*(commit|rollback)\b/i.test(sql);
+    // Any COMMIT or ROLLBACK ends it, but ROLLBACK TO SAVEPOINT (the end of a nested transaction).
+    const ends = (sql: string) => /^\s*(commit|rollback)\b/i.test(sql) && !/^\s*rollback\s+to\b/i.test(sql);
     return new Proxy(transaction, {
       get(target, property, receiver) {
         const value: unknown = Reflect.get(target, property, receiver);

@@ -29,6 +29,7 @@ export interface BatchResult {
 /** The slice of node-postgres' `Connection` a batch writes to. */
 interface PgConnection {
   parsedStatements: Record<string, string>;
+  submittedNamedStatements: Record<string, string>;
   stream: { cork?: () => void; uncork?: () => void };
   parse(message: { text: string; name?: string; types?: number[] }): void;
   bind(message: { portal: string; statement: string; values: unknown[] }): void;
@@ -71,9 +72,12 @@ class StatementBatch {
   private readonly parsing: Array<{ name: string; text: string }> = [];
   private connection: PgConnection | undefined;
   private failure: unknown;
+  private settled = false;
   private readonly onParseComplete = () => {
     const parsed = this.parsing.shift();
-    if (parsed?.name && this.connection) this.connection.parsedStatements[parsed.name] = parsed.text;
+    if (!parsed?.name || !this.connection) return;
+    this.connection.parsedStatements[parsed.name] = parsed.text;
+    delete this.connection.submittedNamedStatements[parsed.name];
   };
 
   constructor(
@@ -97,8 +101,14 @@ class StatementBatch {
     try {
       for (const statement of this.statements) {
         const name = statement.name ?? '';
-        if (name === '' || (connection.parsedStatements[name] === undefined && !parsedHere.has(name))) {
+        const known =
+          connection.parsedStatements[name] !== undefined ||
+          connection.submittedNamedStatements[name] !== undefined ||
+          parsedHere.has(name);
+        if (name === '' || !known) {
           connection.parse({ text: statement.text, name });
+          // As node-postgres does for its own: submitted now, parsed once the server says so.
+          if (name !== '') connection.submittedNamedStatements[name] = statement.text;
           this.parsing.push({ name, text: statement.text });
           parsedHere.add(name);
         }
@@ -149,21 +159,20 @@ class StatementBatch {
     this.current = undefined;
   }
 
+  /**
+   * The batch failed. An error from the server means it skipped the rest up to the Sync: nothing more comes for
+   * this batch, and a statement whose Parse was skipped is not prepared. Any other error (node-postgres'
+   * query_timeout) leaves the batch running on the server: its answers, ParseComplete included, are still
+   * booked until its ReadyForQuery, so that a later statement neither parses a name twice nor misses one.
+   */
   handleError(error: unknown): void {
-    this.finish();
-    const failure = this.failure ?? error;
-    this.callback?.(failure);
-    this.reject(failure);
+    if (isServerError(error)) this.finish();
+    this.settle(this.failure ?? error);
   }
 
   handleReadyForQuery(): void {
-    if (this.failure) {
-      this.handleError(this.failure);
-      return;
-    }
     this.finish();
-    this.callback?.(null, this.results);
-    this.resolve(this.results);
+    this.settle(this.failure);
   }
 
   handlePortalSuspended(): void {}
@@ -177,9 +186,30 @@ class StatementBatch {
     return result;
   }
 
-  private finish(): void {
-    this.connection?.removeListener('parseComplete', this.onParseComplete);
+  private settle(failure: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (failure) {
+      this.callback?.(failure);
+      this.reject(failure);
+    } else {
+      this.callback?.(null, this.results);
+      this.resolve(this.results);
+    }
   }
+
+  /** Done with the connection: Parses the server never confirmed are not prepared. */
+  private finish(): void {
+    const connection = this.connection;
+    if (!connection) return;
+    connection.removeListener('parseComplete', this.onParseComplete);
+    for (const { name } of this.parsing.splice(0)) if (name) delete connection.submittedNamedStatements[name];
+  }
+}
+
+/** An ErrorResponse from the server (node-postgres' DatabaseError carries its severity). */
+function isServerError(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && 'severity' in error;
 }
 
 /** A parameter as text, the way node-postgres sends it (the store's values are strings, numbers and null). */

@@ -9,8 +9,11 @@
  *   commits without its stored response.
  *
  * Whatever is owed goes out before any other statement on the connection, in order, so the procedure's own
- * queries (through Prisma) see exactly what they would have seen without the folding. A transaction that sent
- * nothing (its `BEGIN` still owed) ends without a round trip.
+ * queries (through Prisma) see exactly what they would have seen without the folding. Every statement through
+ * this wrapper waits for the previous one to be answered (Prisma waits for each of its own anyway): a statement
+ * issued while `BEGIN` is being sent can never overtake it, nor can a later ROLLBACK (Prisma's transaction
+ * timeout) overtake an earlier statement. A transaction that sent nothing (its `BEGIN` still owed) ends without
+ * a round trip.
  */
 import { type BatchResult, type BatchStatement, type PgClientLike, sendBatch } from './pg-batch.ts';
 
@@ -18,6 +21,7 @@ import { type BatchResult, type BatchStatement, type PgClientLike, sendBatch } f
 export interface PoolClientLike extends PgClientLike {
   query(config: unknown, values?: unknown): Promise<unknown>;
   release(error?: unknown): void;
+  end(): Promise<void>;
 }
 
 export interface TransactionConnection {
@@ -35,6 +39,13 @@ const BEGIN: BatchStatement = { text: 'BEGIN', values: [] };
 export function transactionConnection(client: PoolClientLike): TransactionConnection {
   let owed: BatchStatement[] = [];
   let begun = false;
+  /** The last statement sent through this wrapper, answered or not: the next one starts after it. */
+  let tail: Promise<unknown> = Promise.resolve();
+  function inOrder<T>(statement: () => Promise<T>): Promise<T> {
+    const answered = tail.then(statement, statement);
+    tail = answered.catch(() => {});
+    return answered;
+  }
 
   /** Sends what is owed plus `statements` in one round trip; the results of `statements`. */
   async function flushWith(statements: BatchStatement[]): Promise<BatchResult[]> {
@@ -45,7 +56,7 @@ export function transactionConnection(client: PoolClientLike): TransactionConnec
     return (await sendBatch(client, batch)).slice(skip);
   }
 
-  async function query(config: unknown, values?: unknown): Promise<unknown> {
+  async function answer(config: unknown, values?: unknown): Promise<unknown> {
     const text = statementText(config);
     if (!begun && text === 'BEGIN' && !hasValues(config, values)) {
       begun = true;
@@ -72,8 +83,10 @@ export function transactionConnection(client: PoolClientLike): TransactionConnec
       } catch (error) {
         // A failed statement before the COMMIT left the transaction aborted (the COMMIT was skipped): end it
         // here, because Prisma hands the connection back to the pool after a failed COMMIT without a ROLLBACK.
-        // After a failed COMMIT itself, this ROLLBACK only draws a warning.
-        await client.query('ROLLBACK').catch(() => {});
+        // After a failed COMMIT itself, this ROLLBACK only draws a warning. A connection that cannot even roll
+        // back (lost, or its query_timeout gave up on it) is closed: the pool then drops it, and Postgres ends
+        // the transaction with the session.
+        await client.query('ROLLBACK').catch(() => client.end().catch(() => {}));
         throw error;
       }
     }
@@ -81,6 +94,7 @@ export function transactionConnection(client: PoolClientLike): TransactionConnec
     return client.query(config, values);
   }
 
+  const query = (config: unknown, values?: unknown) => inOrder(() => answer(config, values));
   const proxied = new Proxy(client, {
     get(target, property) {
       if (property === 'query') return query;
@@ -91,10 +105,12 @@ export function transactionConnection(client: PoolClientLike): TransactionConnec
 
   return {
     client: proxied,
-    async send(statement) {
-      const [result] = await flushWith([statement]);
-      if (!result) throw new Error('the batch returned no result for its statement');
-      return result;
+    send(statement) {
+      return inOrder(async () => {
+        const [result] = await flushWith([statement]);
+        if (!result) throw new Error('the batch returned no result for its statement');
+        return result;
+      });
     },
     deferUntilCommit(statement) {
       owed.push(statement);
