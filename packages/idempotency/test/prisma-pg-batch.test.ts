@@ -135,11 +135,12 @@ describe('sendBatch', () => {
     const client = await pool.connect();
     const parameters = (client as unknown as { connectionParameters: { query_timeout?: number } })
       .connectionParameters;
-    parameters.query_timeout = 200;
+    // Wide margins on a loaded machine: 'select 1' well inside the timeout, the sleep well past it.
+    parameters.query_timeout = 2_000;
     try {
       const [fast] = await sendBatch(client, [{ text: 'select 1 as one', values: [] }]);
       expect(fast?.rows).toEqual([{ one: 1 }]);
-      await expect(sendBatch(client, [{ text: 'select pg_sleep(1)', values: [] }])).rejects.toThrow(
+      await expect(sendBatch(client, [{ text: 'select pg_sleep(5)', values: [] }])).rejects.toThrow(
         'Query read timeout',
       );
     } finally {
