@@ -74,24 +74,25 @@ export function statementOf(sql: string, values: unknown[], prepare: boolean): B
 
 /** Statements outside a transaction (external mode's claim, completion, lease; the replay count): pooled. */
 export function executorOnPool(pool: PoolLike, prepare: boolean): SqlExecutor {
-  return {
-    async $queryRawUnsafe<T>(sql: string, ...values: unknown[]) {
-      return (await pool.query(statementOf(sql, values, prepare))).rows as T;
-    },
-    async $executeRawUnsafe(sql: string, ...values: unknown[]) {
-      return (await pool.query(statementOf(sql, values, prepare))).rowCount ?? 0;
-    },
-  };
+  return executorOver((statement) => pool.query(statement), prepare);
 }
 
 /** Statements of a store transaction, on its own connection (after whatever it owes, BEGIN first). */
 export function executorOnConnection(connection: TransactionConnection, prepare: boolean): SqlExecutor {
+  return executorOver((statement) => connection.send(statement), prepare);
+}
+
+/** `$queryRawUnsafe` / `$executeRawUnsafe` over node-postgres results (row objects, its own type parsers). */
+function executorOver(
+  run: (statement: BatchStatement) => Promise<{ rows: unknown[]; rowCount: number | null }>,
+  prepare: boolean,
+): SqlExecutor {
   return {
     async $queryRawUnsafe<T>(sql: string, ...values: unknown[]) {
-      return (await connection.send(statementOf(sql, values, prepare))).rows as T;
+      return (await run(statementOf(sql, values, prepare))).rows as T;
     },
     async $executeRawUnsafe(sql: string, ...values: unknown[]) {
-      return (await connection.send(statementOf(sql, values, prepare))).rowCount ?? 0;
+      return (await run(statementOf(sql, values, prepare))).rowCount ?? 0;
     },
   };
 }
