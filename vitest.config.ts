@@ -13,6 +13,10 @@ export default defineConfig({
     globalSetup: ['tests/setup/database.ts'],
     setupFiles: ['tests/setup/env.ts'],
     testTimeout: 30_000,
+    // Vitest's default is one worker per core but one: on a 2-core machine one, and the files run one after the
+    // other. They mostly wait (on Postgres, MariaDB, child processes), so four at once fill the two cores
+    // (figures in docs/TESTING.md).
+    maxWorkers: 4,
     hookTimeout: 120_000,
     projects: [
       {
