@@ -101,7 +101,9 @@ const WEB_DIR = path.join(repoRoot, 'apps/web');
 const NEXT_BIN = path.join(WEB_DIR, 'node_modules/next/dist/bin/next');
 const TOKEN = demoUsers[0].token;
 
-type Procedure = 'protected' | 'unprotected';
+type Measured = 'protected' | 'unprotected';
+/** `noop`: the same route with no database at all (bench.ts): the floor under P3's replay and P5's burst. */
+type Procedure = Measured | 'noop';
 
 function intEnv(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -230,16 +232,28 @@ async function countEffects(client: pg.Client, n?: number): Promise<number> {
 // The measurements of one run.
 
 interface RunResult {
-  p1: Record<Procedure, number>;
-  p2: Record<Procedure, number>;
-  p3: { firstP50: number; replayP50: number; replayEffects: number };
-  p5: { executions: number; wallMs: number; controlWallMs: number; statuses: Record<string, number> };
+  p1: Record<Measured, number>;
+  p2: Record<Measured, number>;
+  /** `noopP50`: the route without a database, the same 1 connection: what any answer costs at least. */
+  p3: { firstP50: number; replayP50: number; replayEffects: number; noopP50: number };
+  /**
+   * `replayWallMs`: the same burst on a key that has finished (50 replays at once); `noopWallMs`: 50 requests
+   * to the route without a database. Both bound what the 49 duplicates of `wallMs` could cost at best.
+   */
+  p5: {
+    executions: number;
+    wallMs: number;
+    controlWallMs: number;
+    replayWallMs: number;
+    noopWallMs: number;
+    statuses: Record<string, number>;
+  };
   failures: number;
 }
 
 async function oneRun(url: string, client: pg.Client, run: number): Promise<RunResult> {
   // ABAB…: alternate which procedure goes first, so neither always runs on the warmer (or noisier) machine.
-  const order: Procedure[] = run % 2 === 0 ? ['protected', 'unprotected'] : ['unprotected', 'protected'];
+  const order: Measured[] = run % 2 === 0 ? ['protected', 'unprotected'] : ['unprotected', 'protected'];
   let failures = 0;
 
   const p1 = { protected: Number.NaN, unprotected: Number.NaN };
@@ -276,50 +290,67 @@ async function oneRun(url: string, client: pg.Client, run: number): Promise<RunR
     nextKey: () => keys[replayIndex++ % keys.length] ?? randomUUID(),
   });
   const replayEffects = (await countEffects(client)) - before;
-  failures += prime.failed + replay.failed;
-  const p3 = { firstP50: median(prime.latencies), replayP50: median(replay.latencies), replayEffects };
+  const noop = await cannon(url, 'noop', { connections: 1, amount: P3_KEYS });
+  failures += prime.failed + replay.failed + noop.failed;
+  const p3 = {
+    firstP50: median(prime.latencies),
+    replayP50: median(replay.latencies),
+    replayEffects,
+    noopP50: median(noop.latencies),
+  };
   log(
     `  run ${run + 1} P3 first p50 ${p3.firstP50.toFixed(2)} ms, replay p50 ${p3.replayP50.toFixed(2)} ms, ` +
-      `rows written by the replays: ${replayEffects}`,
+      `rows written by the replays: ${replayEffects}; the route without a database p50 ${p3.noopP50.toFixed(2)} ms`,
   );
 
   // P5: 50 requests with ONE key at once; `n` marks this burst's rows.
   const marker = 1_000_000 + run;
   const key = randomUUID();
   const statuses: Record<string, number> = {};
+  const wallMs = await burst(url, 'protected', () => key, marker, statuses);
+  const executions = await countEffects(client, marker);
+  // Control: the same burst of 50 at once, unprotected, distinct keys: what serving 50 requests costs at all.
+  const controlWallMs = await burst(url, 'unprotected', randomUUID, 2);
+  // Floors: the same-key burst again, now that its key has finished (50 replays), and 50 requests that touch no
+  // database. The 49 duplicates above cannot cost less than replays, nor replays less than the bare route.
+  const replayWallMs = await burst(url, 'protected', () => key, marker);
+  const noopWallMs = await burst(url, 'noop', randomUUID, 2);
+  log(
+    `  run ${run + 1} P5 ${P5_BURST} same-key requests: ${executions} execution(s), wall ${wallMs.toFixed(1)} ms, ` +
+      `statuses ${JSON.stringify(statuses)}; unprotected 50-burst (distinct keys) ${controlWallMs.toFixed(1)} ms; ` +
+      `50 replays ${replayWallMs.toFixed(1)} ms; 50 without a database ${noopWallMs.toFixed(1)} ms`,
+  );
+  return {
+    p1,
+    p2,
+    p3,
+    p5: { executions, wallMs, controlWallMs, replayWallMs, noopWallMs, statuses },
+    failures,
+  };
+}
+
+/** P5_BURST requests to `bench.<procedure>` at once; the wall time until the last answer, in ms. */
+async function burst(
+  url: string,
+  procedure: Procedure,
+  keyOf: () => string,
+  n: number,
+  statuses: Record<string, number> = {},
+): Promise<number> {
   const started = performance.now();
   await Promise.all(
     Array.from({ length: P5_BURST }, async () => {
-      const response = await fetch(`${url}/api/trpc/bench.protected`, {
+      const response = await fetch(`${url}/api/trpc/bench.${procedure}`, {
         method: 'POST',
-        headers: requestHeaders(key),
-        body: body(marker),
+        headers: requestHeaders(keyOf()),
+        body: body(n),
       }).catch(() => undefined);
       const status = response ? String(response.status) : 'error';
       await response?.arrayBuffer();
       statuses[status] = (statuses[status] ?? 0) + 1;
     }),
   );
-  const wallMs = performance.now() - started;
-  const executions = await countEffects(client, marker);
-  // Control: the same burst of 50 at once, unprotected, distinct keys: what serving 50 requests costs at all.
-  const controlStarted = performance.now();
-  await Promise.all(
-    Array.from({ length: P5_BURST }, async () => {
-      const response = await fetch(`${url}/api/trpc/bench.unprotected`, {
-        method: 'POST',
-        headers: requestHeaders(randomUUID()),
-        body: body(2),
-      }).catch(() => undefined);
-      await response?.arrayBuffer();
-    }),
-  );
-  const controlWallMs = performance.now() - controlStarted;
-  log(
-    `  run ${run + 1} P5 ${P5_BURST} same-key requests: ${executions} execution(s), wall ${wallMs.toFixed(1)} ms, ` +
-      `statuses ${JSON.stringify(statuses)}; unprotected 50-burst (distinct keys) ${controlWallMs.toFixed(1)} ms`,
-  );
-  return { p1, p2, p3, p5: { executions, wallMs, controlWallMs, statuses }, failures };
+  return performance.now() - started;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -420,17 +451,16 @@ interface CurveLevel {
   unprotectedRps: number;
   /** Median of the per-round ratios. */
   ratio: number;
-  rounds: Array<Record<Procedure, number>>;
+  rounds: Array<Record<Measured, number>>;
 }
 
 async function throughputCurve(url: string, progress: Progress): Promise<CurveLevel[]> {
   const levels: CurveLevel[] = [];
   for (const [index, connections] of CURVE_CONNECTIONS.entries()) {
     progress.run(index + 1, CURVE_CONNECTIONS.length);
-    const rounds: Array<Record<Procedure, number>> = [];
+    const rounds: Array<Record<Measured, number>> = [];
     for (let round = 0; round < CURVE_ROUNDS; round += 1) {
-      const order: Procedure[] =
-        round % 2 === 0 ? ['protected', 'unprotected'] : ['unprotected', 'protected'];
+      const order: Measured[] = round % 2 === 0 ? ['protected', 'unprotected'] : ['unprotected', 'protected'];
       const rps = { protected: Number.NaN, unprotected: Number.NaN };
       for (const procedure of order) {
         const sample = await cannon(url, procedure, { connections, duration: CURVE_SECONDS });
@@ -475,7 +505,7 @@ async function checkoutPath(url: string, client: pg.Client, progress: Progress):
     protected: '/api/trpc/checkout.placeOrder',
     unprotected: '/api/trpc/bench.placeOrderUnprotected',
   };
-  const time = (procedure: Procedure, duration: number) =>
+  const time = (procedure: Measured, duration: number) =>
     runCannon(url, {
       connections: 1,
       duration,
@@ -487,7 +517,7 @@ async function checkoutPath(url: string, client: pg.Client, progress: Progress):
   const runs: CheckoutPath['runs'] = [];
   for (let run = 0; run < RUNS; run += 1) {
     progress.run(run + 1, RUNS);
-    const order: Procedure[] = run % 2 === 0 ? ['protected', 'unprotected'] : ['unprotected', 'protected'];
+    const order: Measured[] = run % 2 === 0 ? ['protected', 'unprotected'] : ['unprotected', 'protected'];
     const p50 = { protected: Number.NaN, unprotected: Number.NaN };
     let failed = 0;
     for (const procedure of order) {
@@ -763,6 +793,10 @@ async function main() {
   const p2Ratio = median(results.map((r) => r.p2.protected / r.p2.unprotected));
   const p3Ratio = median(results.map((r) => r.p3.replayP50 / r.p3.firstP50));
   const p5Ratio = median(results.map((r) => r.p5.wallMs / r.p5.controlWallMs));
+  // The floors: what the same figure would be if the layer cost nothing beyond the app's route itself.
+  const p3Floor = median(results.map((r) => r.p3.noopP50 / r.p3.firstP50));
+  const p5ReplayFloor = median(results.map((r) => r.p5.replayWallMs / r.p5.controlWallMs));
+  const p5NoopFloor = median(results.map((r) => r.p5.noopWallMs / r.p5.controlWallMs));
   const failures = results.reduce((sum, r) => sum + r.failures, 0);
   const ms = (values: number[]) => `${median(values).toFixed(2)} ms`;
 
@@ -796,7 +830,7 @@ async function main() {
       target: '≤ 0.35',
       bound: 0.35,
       upper: true,
-      detail: `${ms(results.map((r) => r.p3.replayP50))} / ${ms(results.map((r) => r.p3.firstP50))} (${P3_KEYS} keys, 1 connection); rows written by replays: ${results.reduce((sum, r) => sum + r.p3.replayEffects, 0)}`,
+      detail: `${ms(results.map((r) => r.p3.replayP50))} / ${ms(results.map((r) => r.p3.firstP50))} (${P3_KEYS} keys, 1 connection); rows written by replays: ${results.reduce((sum, r) => sum + r.p3.replayEffects, 0)}; floor: the route without a database ${ms(results.map((r) => r.p3.noopP50))} = ${p3Floor.toFixed(2)} of a first execution`,
     }),
     figure({
       id: 'P5-executions',
@@ -815,7 +849,7 @@ async function main() {
       target: '≤ 0.6',
       bound: 0.6,
       upper: true,
-      detail: `${ms(results.map((r) => r.p5.wallMs))} / ${ms(results.map((r) => r.p5.controlWallMs))} (${P5_BURST} at once; the control: unprotected, distinct keys)`,
+      detail: `${ms(results.map((r) => r.p5.wallMs))} / ${ms(results.map((r) => r.p5.controlWallMs))} (${P5_BURST} at once; the control: unprotected, distinct keys); floors, same control: ${P5_BURST} replays of a finished key ${p5ReplayFloor.toFixed(2)}, ${P5_BURST} requests without a database ${p5NoopFloor.toFixed(2)}`,
     }),
     ...storageFigures(storage, 'skipped' in storageRun ? storageRun.skipped : null),
     ...clientSizeFigures(bundle),
