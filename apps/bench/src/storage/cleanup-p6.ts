@@ -43,6 +43,8 @@ export interface CleanupRun {
   loadedExpired: number;
   loadMs: number;
   vacuumMs: number;
+  /** The CHECKPOINT after the load (settings.p6Checkpoint); undefined when there was none (the control). */
+  checkpointMs: number | undefined;
   /** undefined when it did not finish within the limit. */
   cleanup: CleanupOutcome | undefined;
   limitSeconds: number | undefined;
@@ -56,6 +58,14 @@ export interface CleanupRun {
   during: LatencySummary;
   /** Wall-clock start of the slowest claim during the cleanup (to match against the server log's checkpoints). */
   worstDuringAt: string | undefined;
+  /**
+   * The claims of the `afterSeconds` after it ended: until a checkpoint begun since the cleanup started has
+   * completed (`checkpointAfter`), or settings.p6AfterSeconds without one.
+   */
+  after: LatencySummary;
+  afterSeconds: number;
+  checkpointAfter: boolean;
+  worstAfterAt: string | undefined;
   claimErrors: string[];
 }
 
@@ -116,9 +126,14 @@ async function cleanupRun(
   await client.query(`vacuum analyze ${TABLE}`);
   const vacuumMs = performance.now() - vacuumStarted;
   const plan = await batchPlan(client, variant.mode === 'ordered');
+  // The load's own WAL checkpointed now (see settings.p6Checkpoint), so the checkpoints the cleanup meets are
+  // the ones its own WAL starts.
+  const checkpointStarted = performance.now();
+  if (settings.p6Checkpoint) await client.query('checkpoint');
+  const checkpointMs = settings.p6Checkpoint ? performance.now() - checkpointStarted : undefined;
   log(
-    `P6 [${label}]: loaded in ${(expired.ms / 1000).toFixed(1)} s, vacuum analyze ${(vacuumMs / 1000).toFixed(1)} s; ` +
-      `batch plan: ${plan}`,
+    `P6 [${label}]: loaded in ${(expired.ms / 1000).toFixed(1)} s, vacuum analyze ${(vacuumMs / 1000).toFixed(1)} s, ` +
+      `${checkpointMs === undefined ? 'no checkpoint' : `checkpoint ${(checkpointMs / 1000).toFixed(1)} s`}; batch plan: ${plan}`,
   );
 
   const limitSeconds = withIndex ? undefined : settings.p6NoIndexSeconds;
@@ -134,6 +149,8 @@ async function cleanupRun(
   let walBytes = Number.NaN;
   let goAt = 0;
   let doneAt = 0;
+  let afterTo = 0;
+  let checkpointAfter = false;
   try {
     await sleep(1_000); // warm-up, not counted
     baselineFrom = performance.now();
@@ -143,6 +160,8 @@ async function cleanupRun(
     cleanup = await cleaner.run(limitSeconds === undefined ? undefined : limitSeconds * 1_000);
     doneAt = performance.now();
     walBytes = (await walPosition(client)) - walBefore;
+    checkpointAfter = await untilCheckpointSince(client, goAt, settings.p6AfterSeconds);
+    afterTo = performance.now();
   } finally {
     await loop.stop();
     await cleaner.stop();
@@ -163,6 +182,7 @@ async function cleanupRun(
     loadedExpired: expired.rows,
     loadMs: expired.ms,
     vacuumMs,
+    checkpointMs,
     cleanup,
     limitSeconds,
     walBytes,
@@ -172,6 +192,10 @@ async function cleanupRun(
     baseline: summarize(within(loop.samples, baselineFrom, goAt)),
     during: summarize(within(loop.samples, goAt, doneAt)),
     worstDuringAt: worstStart(loop.samples, goAt, doneAt),
+    after: summarize(within(loop.samples, doneAt, afterTo)),
+    afterSeconds: (afterTo - doneAt) / 1000,
+    checkpointAfter,
+    worstAfterAt: worstStart(loop.samples, doneAt, afterTo),
     claimErrors: loop.errors,
   };
   log(
@@ -181,13 +205,33 @@ async function cleanupRun(
           `${(walBytes / 1e6).toFixed(0)} MB of WAL)`
         : `did NOT finish within ${limitSeconds} s (${result.expiredLeft.toLocaleString('en')} expired rows left)`
     }; claims baseline ${formatSummary(result.baseline)}; during ${formatSummary(result.during)} ` +
-      `(slowest at ${result.worstDuringAt}); ` +
+      `(slowest at ${result.worstDuringAt}); ${result.afterSeconds.toFixed(0)} s after ` +
+      `(${checkpointAfter ? 'until its checkpoint completed' : 'no checkpoint completed'}) ${formatSummary(result.after)} ` +
+      `(slowest at ${result.worstAfterAt}); ` +
       `live keys kept ${result.liveKept}/${result.liveExpected}; claim errors ${loop.errors.length}`,
   );
   if (cleanup && result.expiredLeft !== 0) throw new Error(`P6: ${result.expiredLeft} expired rows left`);
   if (result.liveKept !== result.liveExpected)
     throw new Error(`P6: the cleanup removed live keys (${result.liveKept}/${result.liveExpected} left)`);
   return result;
+}
+
+/**
+ * Waits until the server's last completed checkpoint began after `since` (a performance.now() time), or
+ * `maxSeconds`; true when one did.
+ */
+async function untilCheckpointSince(client: pg.Client, since: number, maxSeconds: number): Promise<boolean> {
+  // checkpoint_time is the start of the checkpoint, in whole seconds.
+  const sinceSecond = Math.floor((performance.timeOrigin + since) / 1000) * 1000;
+  const deadline = performance.now() + maxSeconds * 1_000;
+  while (performance.now() < deadline) {
+    const { rows } = await client.query<{ at: Date }>(
+      'select checkpoint_time as at from pg_control_checkpoint()',
+    );
+    if ((rows[0]?.at.getTime() ?? 0) >= sinceSecond) return true;
+    await sleep(500);
+  }
+  return false;
 }
 
 function worstStart(samples: readonly TimedSample[], from: number, to: number): string | undefined {

@@ -24,8 +24,8 @@ const count = (n: number) => n.toLocaleString('en');
 
 export function p6Table(runs: CleanupRun[]): string {
   const lines = [
-    '| cleanup | plan of a batch | expired keys | time | batches | WAL | claims before: p50 / p99 / worst (ms) | claims during: p50 / p99 / worst (ms) | failed claims | live keys kept |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| cleanup | plan of a batch | expired keys | time | batches | WAL | claims before: p50 / p99 / worst (ms) | claims during: p50 / p99 / worst (ms) | claims after (the checkpoint it started): p50 / p99 / worst (ms) | failed claims | live keys kept |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const run of runs) {
     const time = run.cleanup
@@ -35,6 +35,8 @@ export function p6Table(runs: CleanupRun[]): string {
       `| ${run.label} | ${run.plan} | ${count(run.loadedExpired)} | ${time} | ${run.cleanup?.batches ?? '–'} | ` +
         `${formatBytes(run.walBytes)} | ` +
         `${triple(run.baseline)} (n=${run.baseline.count}) | **${triple(run.during)}** (n=${run.during.count}) | ` +
+        // Runs recorded before the after-window existed have none.
+        `${run.after ? `${triple(run.after)} (${run.afterSeconds.toFixed(0)} s${run.checkpointAfter ? '' : ', no checkpoint'}, n=${run.after.count})` : '–'} | ` +
         `${run.claimErrors.length} | ${count(run.liveKept)}/${count(run.liveExpected)} |`,
     );
   }
