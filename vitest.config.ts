@@ -14,9 +14,9 @@ export default defineConfig({
     setupFiles: ['tests/setup/env.ts'],
     testTimeout: 30_000,
     // Vitest's default is one worker per core but one: on a 2-core machine one, and the files run one after the
-    // other. They mostly wait (on Postgres, MariaDB, child processes), so four at once fill the two cores
-    // (figures in docs/TESTING.md).
-    maxWorkers: 4,
+    // other. They mostly wait (on Postgres, MariaDB, child processes), so three at once fill the two cores; four
+    // were a little faster but squeezed the timing of the SIGKILL suite's lease tests (figures: README, CI).
+    maxWorkers: 3,
     hookTimeout: 120_000,
     projects: [
       {

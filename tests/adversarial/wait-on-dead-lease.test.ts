@@ -99,7 +99,9 @@ describe('a duplicate waiting on an in-flight key whose owner died', () => {
     const started = Date.now();
     expect(await duplicate(scope, key)).toEqual({ paid: true });
     const elapsedMs = Date.now() - started;
-    expect(elapsedMs).toBeGreaterThanOrEqual(LEASE_SECONDS * 1_000 - 100);
+    // Timed from when the dead owner's claim returned, not from the claim itself (its lease started a little
+    // earlier, by as much as a busy machine delays that return): wide enough for other test files running beside.
+    expect(elapsedMs).toBeGreaterThanOrEqual(LEASE_SECONDS * 1_000 - 400);
     expect(elapsedMs).toBeLessThan(WAIT_MS - 1_000);
     expect(executions()).toBe(1);
     const [row] = await keyRows(db, scope);

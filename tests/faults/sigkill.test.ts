@@ -81,6 +81,17 @@ async function keyRow(key: string) {
   return rows[0] ?? null;
 }
 
+/** Waits until a request has claimed `key` (its row exists), at most 20 s. */
+async function untilClaimed(key: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const rows = await cluster.db.$queryRaw<unknown[]>`select 1 from idempotency_keys where key = ${key}`;
+    if (rows.length > 0) return;
+    await sleep(20);
+  }
+  throw new Error(`no claim of ${key} within 20 s`);
+}
+
 describe('idempotency under SIGKILL, 3 processes, one database', () => {
   it('50 parallel same-key requests over 3 processes: one order, one charge, identical answers', async () => {
     const intent = scenario.intent();
@@ -331,13 +342,17 @@ describe('idempotency under SIGKILL, 3 processes, one database', () => {
   }, 60_000);
 
   it('a live owner slower than its lease renews it: the retry gets 409, one execution (control: overtaken)', async () => {
-    await cluster.setProviderKnobs({ latencyMs: (LEASE_SECONDS + 1) * 1000 });
+    // The owner's charge outlasts its lease by 2 s; the retry comes 0.5 s after the lease would end. Both are
+    // timed from the claim (its row appearing), not from the send: a node just restarted (the control's) may take
+    // a second before it claims, and a fixed delay from the send then let the retry find the lease still live.
+    await cluster.setProviderKnobs({ latencyMs: (LEASE_SECONDS + 2) * 1000 });
     try {
       const slowOwner = async (label: string) => {
         const intent = scenario.intent();
         const key = randomUUID();
         const input = scenario.input(intent);
         const owner = send({ baseUrl: cluster.node(0).url, node: 0, token: TOKEN, key, intent, input });
+        await untilClaimed(key);
         await sleep(LEASE_SECONDS * 1000 + 500);
         const retry = await send({ baseUrl: cluster.node(1).url, node: 1, token: TOKEN, key, intent, input });
         const answered = await owner;

@@ -48,6 +48,21 @@ async function stockOf(sku: string) {
   return (await db.product.findUniqueOrThrow({ where: { sku } })).stock;
 }
 
+/**
+ * A copy of a seeded product (same price and stock) under a SKU only this test uses: test files run in parallel
+ * on one database, and another file's order of the seeded product would move the stock this test counts.
+ */
+async function ownCopyOf(seededSku: string): Promise<string> {
+  const {
+    id: _id,
+    sku: _sku,
+    ...product
+  } = await db.product.findUniqueOrThrow({ where: { sku: seededSku } });
+  const sku = `${seededSku}-${crypto.randomUUID().slice(0, 8)}`;
+  await db.product.create({ data: { ...product, sku } });
+  return sku;
+}
+
 async function expectTrpcError(promise: Promise<unknown>, code: TRPCError['code'], reason?: string) {
   const error = await promise.then(
     () => null,
@@ -69,10 +84,11 @@ describe('catalog', () => {
 
 describe('checkout.placeOrder', () => {
   it('prices from the catalog, takes stock, charges once and records the payment', async () => {
-    const before = await stockOf('MUG-STONE');
+    const sku = await ownCopyOf('MUG-STONE');
+    const before = await stockOf(sku);
     const order = await asAlice().checkout.placeOrder({
       items: [
-        { sku: 'MUG-STONE', quantity: 2 },
+        { sku, quantity: 2 },
         { sku: 'NB-DOT-A5', quantity: 1 },
       ],
       email: 'alice@example.com',
@@ -82,7 +98,7 @@ describe('checkout.placeOrder', () => {
     });
     expect(order).toMatchObject({ status: 'paid', totalCents: 2 * 1800 + 1400, currency: 'usd' });
     expect(order.createdAt).toBeInstanceOf(Date);
-    expect(await stockOf('MUG-STONE')).toBe(before - 2);
+    expect(await stockOf(sku)).toBe(before - 2);
 
     const payment = await db.payment.findUniqueOrThrow({ where: { orderId: order.id } });
     expect(payment).toMatchObject({ status: 'succeeded', amountCents: 5000 });
@@ -93,10 +109,11 @@ describe('checkout.placeOrder', () => {
   });
 
   it('a declined card is a PAYMENT_REQUIRED error, the order is marked failed and the stock comes back', async () => {
-    const before = await stockOf('PEN-BRASS');
+    const sku = await ownCopyOf('PEN-BRASS');
+    const before = await stockOf(sku);
     const error = await expectTrpcError(
       asAlice().checkout.placeOrder({
-        items: [{ sku: 'PEN-BRASS', quantity: 1 }],
+        items: [{ sku, quantity: 1 }],
         email: 'alice@example.com',
         cardToken: 'tok_chargeDeclined',
       }),
@@ -104,12 +121,12 @@ describe('checkout.placeOrder', () => {
       'card_declined',
     );
     expect(error.message).toBe('Your card was declined.');
-    expect(await stockOf('PEN-BRASS')).toBe(before);
+    expect(await stockOf(sku)).toBe(before);
     const failed = await db.order.findFirstOrThrow({
       where: {
         principal: { startsWith: 'user:' },
         status: 'payment_failed',
-        items: { some: { sku: 'PEN-BRASS' } },
+        items: { some: { sku } },
       },
       include: { payment: true },
     });
@@ -117,19 +134,20 @@ describe('checkout.placeOrder', () => {
   });
 
   it('refuses more than the stock, changing nothing', async () => {
-    const before = await stockOf('TEA-SENCHA');
-    const teaOrders = { items: { some: { sku: 'TEA-SENCHA' } } };
+    const sku = await ownCopyOf('TEA-SENCHA');
+    const before = await stockOf(sku);
+    const teaOrders = { items: { some: { sku } } };
     const ordersBefore = await db.order.count({ where: teaOrders });
     await expectTrpcError(
       asAlice().checkout.placeOrder({
-        items: [{ sku: 'TEA-SENCHA', quantity: before + 1 }],
+        items: [{ sku, quantity: before + 1 }],
         email: 'alice@example.com',
         cardToken: 'tok_visa',
       }),
       'UNPROCESSABLE_CONTENT',
       'out_of_stock',
     );
-    expect(await stockOf('TEA-SENCHA')).toBe(before);
+    expect(await stockOf(sku)).toBe(before);
     expect(await db.order.count({ where: teaOrders })).toBe(ordersBefore);
   });
 
@@ -177,13 +195,14 @@ describe('checkout.placeOrder', () => {
   });
 
   it('a provider outage is a 503 that leaves no paid order, and a retry with the same key finishes it', async () => {
+    const sku = await ownCopyOf('BOTTLE-STEEL');
     const key = crypto.randomUUID();
     const input = {
-      items: [{ sku: 'BOTTLE-STEEL', quantity: 1 }],
+      items: [{ sku, quantity: 1 }],
       email: 'alice@example.com',
       cardToken: 'tok_visa',
     };
-    const before = await stockOf('BOTTLE-STEEL');
+    const before = await stockOf(sku);
     const closedPort = 'http://127.0.0.1:9'; // discard port: nothing listens
     const error = await expectTrpcError(
       callerWith(
@@ -194,14 +213,14 @@ describe('checkout.placeOrder', () => {
     );
     expect(error.name).toBe('PaymentProviderUnavailableError');
     const pending = await db.order.findMany({
-      where: { status: 'pending', items: { some: { sku: 'BOTTLE-STEEL' } } },
+      where: { status: 'pending', items: { some: { sku } } },
     });
     expect(pending).toHaveLength(1);
 
     // The key was released (a transient failure is not stored): the retry resumes the same order.
     const order = await asAlice(key).checkout.placeOrder(input);
     expect(order).toMatchObject({ id: pending[0]?.id, status: 'paid' });
-    expect(await stockOf('BOTTLE-STEEL')).toBe(before - 1);
+    expect(await stockOf(sku)).toBe(before - 1);
   });
 });
 

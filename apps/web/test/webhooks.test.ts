@@ -190,12 +190,23 @@ describe('at-least-once delivery, exactly-once effect', () => {
   });
 
   it('charge.failed delivered twice gives the stock back once', async () => {
-    const before = (await db.product.findUniqueOrThrow({ where: { sku: 'MUG-STONE' } })).stock;
-    const order = await pendingOrder('MUG-STONE', 2);
+    // A product only this test orders: test files run in parallel, and another's order would move the stock.
+    const sku = `WEBHOOK-${randomUUID().slice(0, 8)}`;
+    await db.product.create({
+      data: {
+        sku,
+        name: `Webhook mug ${sku}`,
+        description: 'webhook test product',
+        priceCents: 1_800,
+        stock: 10,
+      },
+    });
+    const before = (await db.product.findUniqueOrThrow({ where: { sku } })).stock;
+    const order = await pendingOrder(sku, 2);
     const payload = event('charge.failed', order.id, undefined, order.totalCents);
     await Promise.all([deliver(payload), deliver(payload)]);
     expect((await db.order.findUniqueOrThrow({ where: { id: order.id } })).status).toBe('payment_failed');
-    expect((await db.product.findUniqueOrThrow({ where: { sku: 'MUG-STONE' } })).stock).toBe(before);
+    expect((await db.product.findUniqueOrThrow({ where: { sku } })).stock).toBe(before);
   });
 });
 

@@ -20,6 +20,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { createPrismaClient } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withBuildLock } from './support/build-lock.ts';
 
 const run = promisify(execFile);
 const packageDir = path.resolve(import.meta.dirname, '..');
@@ -191,9 +192,11 @@ let appDir: string;
 let schema: string;
 
 beforeAll(async () => {
-  await mustRun('pnpm', ['run', 'build'], packageDir);
   scratch = await mkdtemp(path.join(tmpdir(), 'idem-newcomer-'));
-  const packed = await mustRun('pnpm', ['pack', '--pack-destination', scratch, '--json'], packageDir);
+  const packed = await withBuildLock(async () => {
+    await mustRun('pnpm', ['run', 'build'], packageDir);
+    return mustRun('pnpm', ['pack', '--pack-destination', scratch, '--json'], packageDir);
+  });
   const tarball = (JSON.parse(packed.stdout) as { filename: string }).filename;
 
   appDir = path.join(scratch, 'app');

@@ -15,6 +15,7 @@ import { build } from 'esbuild';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withBuildLock } from './support/build-lock.ts';
 
 const run = promisify(execFile);
 const packageDir = path.resolve(import.meta.dirname, '..');
@@ -128,9 +129,11 @@ async function mustRun(file: string, args: string[], cwd: string): Promise<strin
 }
 
 beforeAll(async () => {
-  await mustRun('pnpm', ['run', 'build'], packageDir);
   scratch = await mkdtemp(path.join(tmpdir(), 'idem-packaging-'));
-  const packOutput = await mustRun('pnpm', ['pack', '--pack-destination', scratch, '--json'], packageDir);
+  const packOutput = await withBuildLock(async () => {
+    await mustRun('pnpm', ['run', 'build'], packageDir);
+    return mustRun('pnpm', ['pack', '--pack-destination', scratch, '--json'], packageDir);
+  });
   const tarball = (JSON.parse(packOutput) as { filename: string }).filename;
 
   consumerDir = path.join(scratch, 'consumer');
