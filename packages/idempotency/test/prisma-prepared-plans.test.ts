@@ -22,9 +22,8 @@ async function oneConnectionStore({ oldIndex }: { oldIndex: boolean }) {
   const fast = withIdempotencyFastPath(pgAdapter({ connectionString: url, max: 1 }));
   const db = new PrismaClient({ adapter: fast });
   clients.push(db);
-  // The premise is that no statistics are gathered while the test runs: an autoanalyze after the principal grew
-  // would re-plan the cached statement with the new statistics (it once did in CI, and the control then read by
-  // the primary key too).
+  // The premise is that no statistics are gathered while the test runs: on a server with autovacuum on, an
+  // autoanalyze after the principal grew would re-plan the cached statement with the new statistics.
   await db.$executeRawUnsafe('alter table idempotency_keys set (autovacuum_enabled = false)');
   if (oldIndex) {
     await db.$executeRawUnsafe('drop index idempotency_keys_in_flight_idx');
@@ -79,10 +78,10 @@ describe("a prepared claim's cached plan", () => {
     expect(now.lookup).toMatch(/Index Scan using idempotency_keys_pkey on idempotency_keys k/);
     expect(now.removed).toBeUndefined();
 
-    // The control needs the plan made on the small table to survive until the EXPLAIN. Other test files' DDL,
-    // running in parallel, can overflow Postgres' shared invalidation queue, which resets this backend's caches
-    // and re-plans the statement on the grown table (then by the primary key: the control fails without saying
-    // anything about the index). So the control gets three tries, each on a new table and connection.
+    // The control needs the plan made on the small table to survive until the EXPLAIN. Once in CI it did not
+    // (the control read by the primary key): a likely cause is other test files' DDL, running in parallel,
+    // overflowing Postgres' shared invalidation queue, which resets this backend's caches and re-plans the
+    // statement on the grown table. So the control gets three tries, each on a new table and connection.
     let before = await keyLookupOfCachedClaimPlan({ oldIndex: true });
     for (let attempt = 2; attempt <= 3 && !/_in_flight_idx /.test(before.lookup); attempt += 1)
       before = await keyLookupOfCachedClaimPlan({ oldIndex: true });
