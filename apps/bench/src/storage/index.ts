@@ -74,7 +74,8 @@ export async function runStorageBench(options: {
       targets: P6_TARGETS,
       met: {
         cleanup: first?.cleanup !== undefined && first.cleanup.ms <= P6_TARGETS.cleanupSeconds * 1000,
-        worstClaim: first !== undefined && first.during.worst <= P6_TARGETS.worstClaimMs,
+        worstClaim:
+          first !== undefined && Math.max(first.during.worst, first.after.worst) <= P6_TARGETS.worstClaimMs,
       },
     };
   }

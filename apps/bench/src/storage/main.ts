@@ -8,7 +8,7 @@
  * BENCH_STORAGE_SECTIONS (p6,partitions,growth), BENCH_P6_ROWS (1000000), BENCH_P6_LIVE_ROWS (200000),
  * BENCH_P6_BATCH (0 = the worker's default), BENCH_P6_VARIANTS (e.g. store:1000,worker:5000),
  * BENCH_P6_BASELINE_SECONDS (5), BENCH_P6_CHECKPOINT (1: checkpoint the load first; 0: the control),
- * BENCH_P6_AFTER_SECONDS (60: claims after the cleanup, until its checkpoint completes), BENCH_P6_NO_INDEX_SECONDS (0 = skip; else the limit for the cleanup without the
+ * BENCH_P6_NO_INDEX_SECONDS (0 = skip; else the limit for the cleanup without the
  * expires_at index), BENCH_STORAGE_SCOPES (100000), BENCH_PARTITION_ROWS (1000000; 0 skips),
  * BENCH_GROWTH_ROWS (10000,1000000), BENCH_GROWTH_SAMPLES (1000), BENCH_GROWTH_HEAVY_EVERY (100),
  * BENCH_GROWTH_HEAVY_SAMPLES (200),

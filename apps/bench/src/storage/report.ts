@@ -24,7 +24,7 @@ const count = (n: number) => n.toLocaleString('en');
 
 export function p6Table(runs: CleanupRun[]): string {
   const lines = [
-    '| cleanup | plan of a batch | expired keys | time | batches | WAL | claims before: p50 / p99 / worst (ms) | claims during: p50 / p99 / worst (ms) | claims after (the checkpoint it started): p50 / p99 / worst (ms) | failed claims | live keys kept |',
+    '| cleanup | plan of a batch | expired keys | time | batches | WAL | claims before: p50 / p99 / worst (ms) | claims during: p50 / p99 / worst (ms) | claims during a CHECKPOINT right after it: p50 / p99 / worst (ms) | failed claims | live keys kept |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const run of runs) {
@@ -36,7 +36,7 @@ export function p6Table(runs: CleanupRun[]): string {
         `${formatBytes(run.walBytes)} | ` +
         `${triple(run.baseline)} (n=${run.baseline.count}) | **${triple(run.during)}** (n=${run.during.count}) | ` +
         // Runs recorded before the after-window existed have none.
-        `${run.after ? `${triple(run.after)} (${run.afterSeconds.toFixed(0)} s${run.checkpointAfter ? '' : ', no checkpoint'}, n=${run.after.count})` : '–'} | ` +
+        `${run.after ? `${triple(run.after)} (${(run.afterCheckpointMs / 1000).toFixed(1)} s, n=${run.after.count})` : '–'} | ` +
         `${run.claimErrors.length} | ${count(run.liveKept)}/${count(run.liveExpected)} |`,
     );
   }
@@ -132,7 +132,7 @@ export function storageMarkdown(result: StorageBenchResult): string {
   if (result.p6) {
     parts.push(
       `P6 targets: cleanup ≤ ${result.p6.targets.cleanupSeconds} s — ${result.p6.met.cleanup ? 'met' : '**not met**'}; ` +
-        `worst claim during it ≤ ${result.p6.targets.worstClaimMs} ms — ${result.p6.met.worstClaim ? 'met' : '**not met**'}`,
+        `worst claim during it and its checkpoint ≤ ${result.p6.targets.worstClaimMs} ms — ${result.p6.met.worstClaim ? 'met' : '**not met**'}`,
       '',
       p6Table(result.p6.runs),
     );

@@ -30,12 +30,6 @@ export interface StorageSettings {
    * would still be running (and fsyncing) while the cleanup is timed. 0 keeps them: the control.
    */
   p6Checkpoint: boolean;
-  /**
-   * P6: claims go on after the cleanup ends (the `after` window) until a checkpoint begun since it started has
-   * completed, at most this many seconds: the checkpoint its own WAL starts completes 10–45 s later, when the
-   * cleanup is over and claims are still running.
-   */
-  p6AfterSeconds: number;
   /** P6: claims without cleanup before the cleanup starts (the baseline window), seconds. */
   p6BaselineSeconds: number;
   /** P6: also time the cleanup with the expires_at index dropped, giving up after this many seconds (0 = skip). */
@@ -73,7 +67,6 @@ export function readStorageSettings(env: NodeJS.ProcessEnv = process.env): Stora
     p6Variants: listEnv(env, 'BENCH_P6_VARIANTS', []).map(parseVariant),
     p6Checkpoint: intEnv(env, 'BENCH_P6_CHECKPOINT', 1) !== 0,
     p6BaselineSeconds: intEnv(env, 'BENCH_P6_BASELINE_SECONDS', 5),
-    p6AfterSeconds: intEnv(env, 'BENCH_P6_AFTER_SECONDS', 60),
     p6NoIndexSeconds: intEnv(env, 'BENCH_P6_NO_INDEX_SECONDS', 0),
     scopes: Math.max(1, intEnv(env, 'BENCH_STORAGE_SCOPES', 100_000)),
     partitionRows: intEnv(env, 'BENCH_PARTITION_ROWS', 1_000_000),

@@ -3,8 +3,9 @@
  * the benchmark starts, never by the app's own `appRouter`.
  * Both run the SAME handler body in ONE interactive transaction: the only difference is the middleware.
  * The table `bench_effects` is created by the bench harness with raw SQL, not by a migration.
- * `noop` is the request path alone (the same principal, input and transformer, no database): the floor under
- * any answer the app's route gives, a replay included.
+ * `noop` is the request path alone: the same principal (resolved from the bearer token, one query, as on every
+ * route), input and transformer, and no database work of its own — the floor under any answer the app's route
+ * gives, a replay included.
  * `placeOrderUnprotected` is the checkout's own service (`checkout.placeOrder` without the idempotency layer, a
  * fresh order id per call): the realistic path's baseline.
  */
