@@ -15,6 +15,7 @@ import { db } from '~/server/db';
 import { reasonOf } from '~/server/errors';
 import { createCaller } from '~/server/root';
 import { createTRPCContext } from '~/server/trpc';
+import { ownCopyOf } from './helpers/own-product.ts';
 
 const [alice, bob] = demoUsers;
 let provider: Awaited<ReturnType<typeof startProvider>>;
@@ -48,21 +49,6 @@ async function stockOf(sku: string) {
   return (await db.product.findUniqueOrThrow({ where: { sku } })).stock;
 }
 
-/**
- * A copy of a seeded product (same price and stock) under a SKU only this test uses: test files run in parallel
- * on one database, and another file's order of the seeded product would move the stock this test counts.
- */
-async function ownCopyOf(seededSku: string): Promise<string> {
-  const {
-    id: _id,
-    sku: _sku,
-    ...product
-  } = await db.product.findUniqueOrThrow({ where: { sku: seededSku } });
-  const sku = `${seededSku}-${crypto.randomUUID().slice(0, 8)}`;
-  await db.product.create({ data: { ...product, sku } });
-  return sku;
-}
-
 async function expectTrpcError(promise: Promise<unknown>, code: TRPCError['code'], reason?: string) {
   const error = await promise.then(
     () => null,
@@ -84,7 +70,7 @@ describe('catalog', () => {
 
 describe('checkout.placeOrder', () => {
   it('prices from the catalog, takes stock, charges once and records the payment', async () => {
-    const sku = await ownCopyOf('MUG-STONE');
+    const sku = await ownCopyOf(db, 'MUG-STONE');
     const before = await stockOf(sku);
     const order = await asAlice().checkout.placeOrder({
       items: [
@@ -109,7 +95,7 @@ describe('checkout.placeOrder', () => {
   });
 
   it('a declined card is a PAYMENT_REQUIRED error, the order is marked failed and the stock comes back', async () => {
-    const sku = await ownCopyOf('PEN-BRASS');
+    const sku = await ownCopyOf(db, 'PEN-BRASS');
     const before = await stockOf(sku);
     const error = await expectTrpcError(
       asAlice().checkout.placeOrder({
@@ -134,7 +120,7 @@ describe('checkout.placeOrder', () => {
   });
 
   it('refuses more than the stock, changing nothing', async () => {
-    const sku = await ownCopyOf('TEA-SENCHA');
+    const sku = await ownCopyOf(db, 'TEA-SENCHA');
     const before = await stockOf(sku);
     const teaOrders = { items: { some: { sku } } };
     const ordersBefore = await db.order.count({ where: teaOrders });
@@ -195,7 +181,7 @@ describe('checkout.placeOrder', () => {
   });
 
   it('a provider outage is a 503 that leaves no paid order, and a retry with the same key finishes it', async () => {
-    const sku = await ownCopyOf('BOTTLE-STEEL');
+    const sku = await ownCopyOf(db, 'BOTTLE-STEEL');
     const key = crypto.randomUUID();
     const input = {
       items: [{ sku, quantity: 1 }],

@@ -9,6 +9,7 @@ import { createPrismaClient } from '@idem/db';
 import { seedDatabase } from '@idem/dev-db/seed';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ownCopyOf } from './helpers/own-product.ts';
 
 const SECRET = 'whsec_test_idem';
 const databaseUrl = process.env.DATABASE_URL ?? '';
@@ -191,16 +192,7 @@ describe('at-least-once delivery, exactly-once effect', () => {
 
   it('charge.failed delivered twice gives the stock back once', async () => {
     // A product only this test orders: test files run in parallel, and another's order would move the stock.
-    const sku = `WEBHOOK-${randomUUID().slice(0, 8)}`;
-    await db.product.create({
-      data: {
-        sku,
-        name: `Webhook mug ${sku}`,
-        description: 'webhook test product',
-        priceCents: 1_800,
-        stock: 10,
-      },
-    });
+    const sku = await ownCopyOf(db, 'MUG-STONE');
     const before = (await db.product.findUniqueOrThrow({ where: { sku } })).stock;
     const order = await pendingOrder(sku, 2);
     const payload = event('charge.failed', order.id, undefined, order.totalCents);
