@@ -3,7 +3,7 @@
  * the canonical wire form (`wire-form.ts`) — the same text the browser compares payloads by. Canonical JSON
  * sorts object keys, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are the same request; any other change is not.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { canonicalWireForm, type WireTransformer } from './wire-form.ts';
 
 /**
@@ -13,5 +13,6 @@ import { canonicalWireForm, type WireTransformer } from './wire-form.ts';
 export function fingerprintRequest(path: string, input: unknown, transformer?: WireTransformer): string {
   // JCS of { path, input }: its two keys sorted ("input" < "path"), no whitespace, strings as JSON.stringify.
   const canonical = `{"input":${canonicalWireForm(input, transformer)},"path":${JSON.stringify(path)}}`;
-  return createHash('sha256').update(canonical).digest('hex');
+  // One-shot: no Hash object per request (a first execution hashes twice: this and the log's key hash).
+  return hash('sha256', canonical, 'hex');
 }

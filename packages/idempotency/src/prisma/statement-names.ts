@@ -12,7 +12,7 @@
  *
  * Not behind a pooler in transaction mode that cannot track prepared statements (PgBouncer before 1.21).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** Every statement the store sends on a request's path starts with this. */
 export const STATEMENT_MARK = '/* idem:';
@@ -27,7 +27,7 @@ export function idempotencyStatementName(sql: string): string {
   if (!sql.startsWith(STATEMENT_MARK)) return '';
   let name = names.get(sql);
   if (name === undefined) {
-    name = `idem_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`;
+    name = `idem_${hash('sha256', sql, 'hex').slice(0, 24)}`;
     names.set(sql, name);
   }
   return name;
