@@ -1,15 +1,17 @@
 /**
  * Where a request's time goes on the wire: the server's share and the client's, per round trip, read from a
- * packet capture of ONE process talking to Postgres one request at a time (a `bench:profile` arm). For each
- * round trip (the client's messages, then the server's answer) it prints how long the server took to answer
- * (last client packet → first server packet) and how long the client took before its next message (last
- * server packet → the next client packet: the process's own work, whatever it is: JavaScript, GC, waking up).
- * Comparing two arms' captures splits an added cost into server time and process time without a profiler's
- * overhead.
+ * packet capture of `bench:profile` arms talking to Postgres one request at a time. Each arm has its own Prisma
+ * client, hence its own connections: the connections that carry the same kinds of round trips are one arm, so
+ * arms run interleaved (one capture, the same moments for both) come out apart. For each kind of round trip
+ * (the client's messages, then the server's answer) it prints how long the server took to answer (last client
+ * packet → first server packet) and how long the client took before its next message on that connection (last
+ * server packet → its next packet: the process's own work, whatever it is: JavaScript, GC, waking up). Two
+ * arms side by side split an added cost into server time and process time without a profiler's overhead.
  *
- *   tcpdump -i lo -w protected.pcap 'tcp port 5432' &
- *   BENCH_PROFILE_ONLY='trpc: protected, fast path (first execution)' BENCH_PROFILE_ITERATIONS=3000 pnpm bench:profile
- *   kill %1; pnpm --filter @idem/bench bench:wire protected.pcap
+ *   tcpdump -i lo -w arms.pcap 'tcp port 5432' &
+ *   BENCH_PROFILE_ONLY='trpc: unprotected|trpc: protected, fast path (first execution)' \
+ *     BENCH_PROFILE_ITERATIONS=3000 pnpm bench:profile
+ *   kill %1; pnpm --filter @idem/bench bench:wire arms.pcap
  *
  * `tsx src/profile/wire-split.ts <capture.pcap> [skip]`: `skip` (default 0.5) is the share of the capture's
  * packets left out at the start (the scratch database's migration and the warm-up). Reads classic libpcap
