@@ -17,12 +17,22 @@ export interface DatabaseOptions {
    * only, whose planning costs more than their execution. Default: every statement unnamed.
    */
   statementName?: (sql: string) => string;
+  /**
+   * node-postgres' `query_timeout`: a query not answered within it fails on the client (the server may still be
+   * running it). Default: none.
+   */
+  queryTimeoutMs?: number;
 }
 
 /** The pg driver adapter every client of this repo uses (wrap it before `createPrismaClient({ adapter })`). */
-export function pgAdapter({ connectionString, max = 10, statementName }: DatabaseOptions): PrismaPg {
+export function pgAdapter({
+  connectionString,
+  max = 10,
+  statementName,
+  queryTimeoutMs,
+}: DatabaseOptions): PrismaPg {
   return new PrismaPg(
-    { connectionString, max },
+    { connectionString, max, ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }) },
     {
       // A dropped connection (Postgres restart, network cut) must surface as a failed query,
       // never as an unhandled 'error' event that kills the process.

@@ -18,6 +18,9 @@
  * it (COMMIT or ROLLBACK sent — on a timeout too — or the connection handed back), the statement goes through
  * Prisma's `tx` as without the fast path, where Prisma refuses it as it always did ("Transaction already
  * closed"): a late statement can never run outside its transaction, on a connection another request now holds.
+ * The same holds for the procedure's own statements: Prisma checks that its transaction is open once per
+ * operation, so the later statements of one operation (a nested write) could follow a timeout's ROLLBACK; the
+ * wrapped transaction refuses them (`TransactionClosedError`).
  * Before the adapter is connected (Prisma connects on its first query), statements go through Prisma too.
  *
  * On Prisma's pg adapter over a node-postgres pool (node-postgres.ts), the store goes one level further down:
@@ -158,6 +161,10 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
         if (property === 'executeRaw' || property === 'queryRaw')
           return (query: SqlQueryLike) => {
             if (ends(query.sql)) state.open = false;
+            // Prisma checks that a transaction is open once per operation, then sends all of the operation's
+            // statements on it: one that a timeout's ROLLBACK overtook would run after it, outside the
+            // transaction, on a connection back in the pool — an effect committed without its key.
+            else if (!state.open) return Promise.reject(new TransactionClosedError());
             return Reflect.apply(value, target, [query]);
           };
         return (...args: unknown[]) => Reflect.apply(value, target, args);
@@ -204,6 +211,15 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
     },
   });
   return wrapped as WithFastPath<TFactory>;
+}
+
+/** A statement sent on a transaction after its COMMIT or ROLLBACK: refused, never sent. */
+export class TransactionClosedError extends Error {
+  override readonly name = 'TransactionClosedError';
+
+  constructor() {
+    super('Transaction already closed: a statement sent after its COMMIT or ROLLBACK was refused, not sent');
+  }
 }
 
 /** The fast path `withIdempotencyFastPath` put on `factory`, if any. */

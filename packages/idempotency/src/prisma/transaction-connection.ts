@@ -70,7 +70,13 @@ export function transactionConnection(client: PoolClientLike): TransactionConnec
     }
     if (text === 'ROLLBACK') {
       owed = [];
-      return client.query(config, values);
+      // A ROLLBACK that fails (node-postgres' query_timeout gave up on it while an earlier statement still ran)
+      // would leave the transaction open on a connection Prisma then hands back to the pool, where the next
+      // borrower's COMMIT would commit it. Closed instead: the pool drops it, Postgres rolls the session back.
+      return client.query(config, values).catch(async (error: unknown) => {
+        await client.end().catch(() => {});
+        throw error;
+      });
     }
     if (text === 'COMMIT') {
       if (owed.length === 1 && owed[0] === BEGIN) {
@@ -79,6 +85,9 @@ export function transactionConnection(client: PoolClientLike): TransactionConnec
       }
       try {
         const [commit] = await flushWith([{ text: 'COMMIT', values: [] }]);
+        // Postgres answers the COMMIT of a failed transaction with a ROLLBACK, and no error (a statement that
+        // failed after the completion went out, its error caught by the procedure): nothing was committed.
+        if (commit?.command === 'ROLLBACK') throw new CommitRolledBackError();
         return commit;
       } catch (error) {
         // A failed statement before the COMMIT left the transaction aborted (the COMMIT was skipped): end it
@@ -116,6 +125,15 @@ export function transactionConnection(client: PoolClientLike): TransactionConnec
       owed.push(statement);
     },
   };
+}
+
+/** A COMMIT that Postgres answered with ROLLBACK: the transaction had failed, nothing was committed. */
+export class CommitRolledBackError extends Error {
+  override readonly name = 'CommitRolledBackError';
+
+  constructor() {
+    super('COMMIT rolled back: a statement of the transaction had failed, so nothing was committed');
+  }
 }
 
 /** The statement's text when it may be BEGIN, COMMIT or ROLLBACK (upper case), else undefined. */
