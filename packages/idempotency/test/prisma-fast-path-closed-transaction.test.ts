@@ -1,11 +1,12 @@
 /**
- * What the fast path does once a store transaction has ended badly, through a real Prisma client on a real
- * Postgres — three ways a key or an effect could otherwise commit alone:
+ * What the fast path does once a transaction has ended badly, through a real Prisma client on a real Postgres —
+ * ways a key or an effect could otherwise commit without the rest of its transaction:
  * - a statement of the procedure that Prisma's transaction timeout overtook (Prisma checks that the transaction
  *   is open once per operation, then sends each of the operation's statements on it): refused, not run on the
  *   connection Prisma already handed back;
- * - a ROLLBACK that node-postgres' `query_timeout` gave up on while an earlier statement still ran: the
- *   connection is closed, so the pool's next borrower cannot commit the abandoned transaction with its own;
+ * - a ROLLBACK that node-postgres' `query_timeout` gave up on while an earlier statement still ran, in the
+ *   store's transaction or the app's own: the connection is closed, so the pool's next borrower cannot commit
+ *   the abandoned transaction with its own;
  * - a COMMIT that Postgres answers with ROLLBACK (a statement failed and the procedure caught its error): an
  *   error, not a success.
  * Each with its control: the same steps without the fast path (plain Prisma), or on a bare connection.
@@ -13,6 +14,7 @@
 import { createPrismaClient, type Database, pgAdapter } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordKey } from '../src/index.ts';
+import { endsTransaction } from '../src/prisma/fast-path.ts';
 import {
   CommitRolledBackError,
   createPrismaIdempotencyStore,
@@ -117,6 +119,7 @@ describe('the fast path after a store transaction ended badly', () => {
     const kept: AdapterTransaction[] = [];
     const { client, store } = storeOn(pgAdapter({ connectionString: url, max: 1 }), fast, kept);
     const request = claimRequest();
+    await client.$queryRawUnsafe('select 1'); // the pool's connection, opened before the clock starts
     let procedureDone: Promise<unknown> = Promise.resolve('not started');
     try {
       await expect(
@@ -126,16 +129,16 @@ describe('the fast path after a store transaction ended badly', () => {
               await store.claim(request, tx);
               const [transaction] = kept;
               if (!transaction) throw new Error('Prisma opened no adapter transaction');
-              // Prisma's timeout (timeoutMs + lockTimeoutMs = 400 ms) fires while this runs, and the
-              // transaction's promise rejects at once; the procedure goes on.
-              await transaction.executeRaw(sql('select pg_sleep(1)'));
+              // Prisma's timeout (timeoutMs + lockTimeoutMs = 1 s) fires while this runs; the transaction's
+              // promise may reject before the procedure ends, and the procedure goes on.
+              await transaction.executeRaw(sql('select pg_sleep(2)'));
               return transaction
                 .executeRaw(sql(`insert into ${effects} (scope, who) values ($1, 'late')`, request.scope))
                 .catch((error: unknown) => error);
             })();
             return procedureDone;
           },
-          { lockTimeoutMs: 100, timeoutMs: 300 },
+          { lockTimeoutMs: 200, timeoutMs: 800 },
         ),
       ).rejects.toThrow();
       const late = await procedureDone;
@@ -159,46 +162,108 @@ describe('the fast path after a store transaction ended badly', () => {
   });
 
   /**
-   * Claims key A on a pool of one connection whose query_timeout (300 ms) gives up on a 1 s statement and then
-   * on the ROLLBACK queued behind it; then a first execution of key B on the same pool.
+   * Transaction A, on a pool of one connection whose query_timeout (300 ms) gives up on a 1.5 s statement and then
+   * on the ROLLBACK queued behind it: the store's (claims key A) or the app's own (writes an effect). Then a first
+   * execution of key B on the same pool. Each transaction reports its connection's server process.
    */
-  async function abandonedRollback(fast: boolean) {
+  async function abandonedRollback(fast: boolean, a: 'store' | 'app') {
     const { client, store } = storeOn(
       pgAdapter({ connectionString: url, max: 1, queryTimeoutMs: 300 }),
       fast,
     );
-    const a = claimRequest();
+    const requestA = claimRequest();
     const b = claimRequest();
+    const backendOf = async (tx: { $queryRawUnsafe: Database['$queryRawUnsafe'] }) =>
+      (await tx.$queryRawUnsafe<Array<{ pid: number }>>('select pg_backend_pid() as pid'))[0]?.pid;
+    let backendA: number | undefined;
+    let backendB: number | undefined;
     try {
-      await expect(
-        store.transaction(async (tx) => {
-          await store.claim(a, tx);
-          await tx.$queryRawUnsafe('select pg_sleep(1)');
-        }, TIMEOUTS),
-      ).rejects.toThrow();
+      const transactionA =
+        a === 'store'
+          ? store.transaction(async (tx) => {
+              await store.claim(requestA, tx);
+              backendA = await backendOf(tx);
+              await tx.$executeRawUnsafe('select pg_sleep(1.5)');
+            }, TIMEOUTS)
+          : client.$transaction(async (tx) => {
+              await tx.$executeRawUnsafe(
+                `insert into ${effects} (scope, who) values ($1, 'a')`,
+                requestA.scope,
+              );
+              backendA = await backendOf(tx);
+              await tx.$executeRawUnsafe('select pg_sleep(1.5)');
+            });
+      await expect(transactionA).rejects.toThrow();
       // Let the slow statement finish on the server: an unclosed connection is then idle in A's transaction.
-      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      await new Promise((resolve) => setTimeout(resolve, 1_800));
       await store.transaction(async (tx) => {
         await store.claim(b, tx);
+        backendB = await backendOf(tx);
         await tx.$executeRawUnsafe(`insert into ${effects} (scope, who) values ($1, 'b')`, b.scope);
         await store.complete(keyOf(b), b.owner, output, tx);
       }, TIMEOUTS);
-      return { a: await keyRows(keyOf(a)), b: await keyRows(keyOf(b)), effectsOfB: await effectsOf(b.scope) };
+      return {
+        sameConnection: backendA !== undefined && backendA === backendB,
+        keyA: await keyRows(keyOf(requestA)),
+        effectsOfA: await effectsOf(requestA.scope),
+        b: await keyRows(keyOf(b)),
+        effectsOfB: await effectsOf(b.scope),
+      };
     } finally {
       await client.$disconnect();
     }
   }
 
-  it('closes a connection whose ROLLBACK was given up on (control: plain Prisma, the next borrower commits it)', async () => {
-    const control = await abandonedRollback(false);
-    // A's claim, committed by B's transaction: a completed key with no response, which no retry can use.
-    expect(control.a).toEqual([{ state: 'completed', response: null }]);
+  it("closes a connection whose ROLLBACK was given up on, in the store's transaction (control: plain Prisma, the next borrower commits it)", async () => {
+    const control = await abandonedRollback(false, 'store');
+    // A's claim, committed by B's transaction on the same connection: a completed key with no response, which
+    // no retry can use.
+    expect(control.sameConnection).toBe(true);
+    expect(control.keyA).toEqual([{ state: 'completed', response: null }]);
     expect(control.effectsOfB).toEqual(['b']);
 
-    const protectedRun = await abandonedRollback(true);
-    expect(protectedRun.a).toEqual([]);
+    const protectedRun = await abandonedRollback(true, 'store');
+    expect(protectedRun.sameConnection).toBe(false);
+    expect(protectedRun.keyA).toEqual([]);
     expect(protectedRun.b).toHaveLength(1);
     expect(protectedRun.effectsOfB).toEqual(['b']);
+  });
+
+  it("closes it in the app's own transaction too (control: plain Prisma, the next borrower commits its write)", async () => {
+    const control = await abandonedRollback(false, 'app');
+    expect(control.sameConnection).toBe(true);
+    expect(control.effectsOfA).toEqual(['a']);
+
+    const protectedRun = await abandonedRollback(true, 'app');
+    expect(protectedRun.sameConnection).toBe(false);
+    expect(protectedRun.effectsOfA).toEqual([]);
+    expect(protectedRun.b).toHaveLength(1);
+    expect(protectedRun.effectsOfB).toEqual(['b']);
+  });
+
+  it('tells the statements that end a transaction from those that do not', () => {
+    for (const sql of [
+      'COMMIT',
+      'commit;',
+      ' Rollback work ',
+      'END TRANSACTION',
+      'abort',
+      'COMMIT AND NO CHAIN',
+    ])
+      expect(endsTransaction(sql), sql).toBe(true);
+    expect(endsTransaction("/* traceparent='00-1' */ COMMIT -- by Prisma")).toBe(true);
+    for (const sql of [
+      'ROLLBACK TO SAVEPOINT s1',
+      'rollback work to savepoint s1',
+      'ROLLBACK TRANSACTION TO s1',
+      'COMMIT AND CHAIN',
+      'ROLLBACK AND CHAIN',
+      'RELEASE SAVEPOINT s1',
+      "COMMIT PREPARED 'x'",
+      'select 1 -- COMMIT',
+      'insert into t values (1)',
+    ])
+      expect(endsTransaction(sql), sql).toBe(false);
   });
 
   it('fails a COMMIT that Postgres answered with ROLLBACK (control: on a bare connection it resolves)', async () => {

@@ -340,7 +340,7 @@ describe('the fast path', () => {
     const connected = await fast.connect();
     // A transaction the store never bound (started outside its slot) has no fast path.
     expect(path?.executor({})).toBeUndefined();
-    for (const end of ['COMMIT', '  rollback', 'COMMIT AND CHAIN']) {
+    for (const end of ['COMMIT', '  rollback', 'END', 'abort work']) {
       const tx = {};
       await path?.run(async () => {
         const started = (await connected.startTransaction()) as typeof transaction;
@@ -349,8 +349,10 @@ describe('the fast path', () => {
         await started.executeRaw({ sql: "update notes set text = 'commit' where id = 1" });
         await started.queryRaw({ sql: 'select 1' });
         await started.createSavepoint('sp');
-        // A nested transaction's end is not the transaction's.
+        // A nested transaction's end is not the transaction's, nor is a COMMIT AND CHAIN (the next transaction
+        // starts at once, on the same connection, and Prisma's transaction goes on in it).
         await started.executeRaw({ sql: 'ROLLBACK TO SAVEPOINT sp' });
+        await started.executeRaw({ sql: 'COMMIT AND CHAIN' });
         expect(path.executor(tx)).toBeDefined();
         await started.executeRaw({ sql: end });
         expect(path.executor(tx)).toBeUndefined();

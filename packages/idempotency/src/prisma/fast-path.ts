@@ -146,8 +146,6 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
     // The store binds it at the start of its callback, before the procedure can open a transaction of its own.
     const slot = slots.getStore();
     if (slot) slot.transaction = state;
-    // Any COMMIT or ROLLBACK ends it, but ROLLBACK TO SAVEPOINT (the end of a nested transaction).
-    const ends = (sql: string) => /^\s*(commit|rollback)\b/i.test(sql) && !/^\s*rollback\s+to\b/i.test(sql);
     return new Proxy(transaction, {
       get(target, property, receiver) {
         const value: unknown = Reflect.get(target, property, receiver);
@@ -160,11 +158,25 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
           };
         if (property === 'executeRaw' || property === 'queryRaw')
           return (query: SqlQueryLike) => {
-            if (ends(query.sql)) state.open = false;
+            if (endsTransaction(query.sql)) {
+              state.open = false;
+              // A COMMIT or ROLLBACK that fails (node-postgres' query_timeout gave up on it while an earlier
+              // statement still ran) leaves the transaction open on a connection Prisma then hands back to the
+              // pool, where the next borrower's statements would run in it, and its COMMIT commit it. Closed
+              // instead: the pool drops it, and Postgres rolls the session back.
+              return (Reflect.apply(value, target, [query]) as Promise<unknown>).catch(
+                async (error: unknown) => {
+                  await clientOf(target)
+                    ?.end()
+                    .catch(() => {});
+                  throw error;
+                },
+              );
+            }
             // Prisma checks that a transaction is open once per operation, then sends all of the operation's
             // statements on it: one that a timeout's ROLLBACK overtook would run after it, outside the
             // transaction, on a connection back in the pool — an effect committed without its key.
-            else if (!state.open) return Promise.reject(new TransactionClosedError());
+            if (!state.open) return Promise.reject(new TransactionClosedError());
             return Reflect.apply(value, target, [query]);
           };
         return (...args: unknown[]) => Reflect.apply(value, target, args);
@@ -211,6 +223,24 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
     },
   });
   return wrapped as WithFastPath<TFactory>;
+}
+
+/**
+ * True for a statement that ends the transaction: COMMIT, END, ROLLBACK or ABORT (WORK or TRANSACTION, AND NO
+ * CHAIN), comments aside. Not ROLLBACK TO SAVEPOINT (the end of a nested transaction), nor … AND CHAIN (a new
+ * transaction starts at once on the same connection, and the procedure's statements go on in it).
+ */
+export function endsTransaction(sql: string): boolean {
+  const bare = sql.replace(/\/\*[\s\S]*?\*\/|--[^\n]*/g, ' ');
+  return /^\s*(?:commit|end|rollback|abort)(?:\s+(?:work|transaction))?(?:\s+and\s+no\s+chain)?\s*;?\s*$/i.test(
+    bare,
+  );
+}
+
+/** The node-postgres client under Prisma's pg adapter transaction (`PgTransaction.client`), if it has one. */
+function clientOf(transaction: object): { end(): Promise<void> } | undefined {
+  const client = (transaction as { client?: { end?: unknown } }).client;
+  return typeof client?.end === 'function' ? (client as { end(): Promise<void> }) : undefined;
 }
 
 /** A statement sent on a transaction after its COMMIT or ROLLBACK: refused, never sent. */

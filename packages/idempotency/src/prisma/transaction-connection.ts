@@ -70,13 +70,9 @@ export function transactionConnection(client: PoolClientLike): TransactionConnec
     }
     if (text === 'ROLLBACK') {
       owed = [];
-      // A ROLLBACK that fails (node-postgres' query_timeout gave up on it while an earlier statement still ran)
-      // would leave the transaction open on a connection Prisma then hands back to the pool, where the next
-      // borrower's COMMIT would commit it. Closed instead: the pool drops it, Postgres rolls the session back.
-      return client.query(config, values).catch(async (error: unknown) => {
-        await client.end().catch(() => {});
-        throw error;
-      });
+      // A ROLLBACK that fails closes the connection: the fast path's wrapped transaction does it, for every
+      // transaction on the adapter (fast-path.ts).
+      return client.query(config, values);
     }
     if (text === 'COMMIT') {
       if (owed.length === 1 && owed[0] === BEGIN) {
