@@ -165,8 +165,12 @@ describe('useIdempotentMutation', () => {
       done = result.current.submit(anOrder);
     });
     expect(result.current.state.status).toBe('sending');
-    await vi.waitFor(() => expect(releases).toHaveLength(1));
-    expect(result.current.state).toMatchObject({ status: 'retrying', attempt: 1 });
+    // The link waits (its sleep is held), and the hook re-renders with what it reported: React commits that
+    // render on its own schedule, so the state is awaited too (a loaded machine rendered it later, seen in CI).
+    await vi.waitFor(() => {
+      expect(releases).toHaveLength(1);
+      expect(result.current.state).toMatchObject({ status: 'retrying', attempt: 1 });
+    });
     expect(result.current.state.error).toMatchObject({ data: { httpStatus: 503 } });
     await act(async () => {
       releases[0]?.();
@@ -703,11 +707,14 @@ describe('useIdempotentMutation', () => {
     await vi.waitFor(() => expect(held).toHaveLength(1));
     expect(result.current.state).toMatchObject({ status: 'sending', attempt: 1, error: null });
     await act(async () => held[0]?.());
-    await vi.waitFor(() => expect(held).toHaveLength(2));
-    expect(result.current.state).toMatchObject({
-      status: 'retrying',
-      attempt: 2,
-      error: { data: { httpStatus: 503 } },
+    // The re-render with the link's report comes on React's own schedule: awaited with the held request.
+    await vi.waitFor(() => {
+      expect(held).toHaveLength(2);
+      expect(result.current.state).toMatchObject({
+        status: 'retrying',
+        attempt: 2,
+        error: { data: { httpStatus: 503 } },
+      });
     });
     await act(async () => {
       held[1]?.();
