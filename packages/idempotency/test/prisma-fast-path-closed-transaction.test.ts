@@ -22,6 +22,7 @@ import {
   withIdempotencyFastPath,
 } from '../src/prisma/index.ts';
 import { ownTableUrl, uniqueTableName } from './support/db.ts';
+import { keepingTransactions } from './support/keeping-transactions.ts';
 import { claimRequest, keyOf, output } from './support/store-fixtures.ts';
 
 /** The slice of Prisma's adapter transaction the tests call, as Prisma's query interpreter does. */
@@ -67,34 +68,6 @@ const sql = (text: string, ...args: string[]) => ({
   args,
   argTypes: args.map(() => ({ scalarType: 'string', arity: 'scalar' })),
 });
-
-/** `factory`, keeping every adapter transaction Prisma opens on it (the object Prisma sends statements on). */
-function keepingTransactions<TFactory extends Factory>(
-  factory: TFactory,
-  kept: AdapterTransaction[],
-): TFactory {
-  return new Proxy(factory, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (property !== 'connect') return value;
-      return async () => {
-        const connected = await target.connect();
-        return new Proxy(connected, {
-          get(inner, name, innerReceiver) {
-            const member = Reflect.get(inner, name, innerReceiver);
-            if (name !== 'startTransaction')
-              return typeof member === 'function' ? member.bind(inner) : member;
-            return async (...args: Parameters<typeof connected.startTransaction>) => {
-              const transaction = await connected.startTransaction(...args);
-              kept.push(transaction as unknown as AdapterTransaction);
-              return transaction;
-            };
-          },
-        });
-      };
-    },
-  });
-}
 
 /**
  * A Prisma client and a store on `factory`, with or without the fast path; with `kept`, every adapter
@@ -252,6 +225,7 @@ describe('the fast path after a store transaction ended badly', () => {
     ])
       expect(endsTransaction(sql), sql).toBe(true);
     expect(endsTransaction("/* traceparent='00-1' */ COMMIT -- by Prisma")).toBe(true);
+    expect(endsTransaction('-- the end\nROLLBACK')).toBe(true);
     for (const sql of [
       'ROLLBACK TO SAVEPOINT s1',
       'rollback work to savepoint s1',

@@ -17,6 +17,7 @@ import {
   withIdempotencyFastPath,
 } from '../src/prisma/index.ts';
 import { ownTableUrl } from './support/db.ts';
+import { keepingTransactions } from './support/keeping-transactions.ts';
 import { postgresRows } from './support/postgres-rows.ts';
 import { describeStoreContract, type StoreBackend } from './support/store-contract.ts';
 import { claimRequest, keyOf, output } from './support/store-fixtures.ts';
@@ -176,28 +177,7 @@ describe('the fast path', () => {
     const kept: Array<{
       executeRaw(query: { sql: string; args: unknown[]; argTypes: unknown[] }): Promise<number>;
     }> = [];
-    const base = pgAdapter({ connectionString: url, max: 1 });
-    const keeping = new Proxy(base, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver);
-        if (property !== 'connect') return value;
-        return async () => {
-          const connected = await base.connect();
-          return new Proxy(connected, {
-            get(inner, name, innerReceiver) {
-              const member = Reflect.get(inner, name, innerReceiver);
-              if (name !== 'startTransaction')
-                return typeof member === 'function' ? member.bind(inner) : member;
-              return async (...args: Parameters<typeof connected.startTransaction>) => {
-                const transaction = await connected.startTransaction(...args);
-                kept.push(transaction);
-                return transaction;
-              };
-            },
-          });
-        };
-      },
-    });
+    const keeping = keepingTransactions(pgAdapter({ connectionString: url, max: 1 }), kept);
     const fast = withIdempotencyFastPath(keeping);
     const client = createPrismaClient({ adapter: fast });
     const late = createPrismaIdempotencyStore(client, { fastPath: fast });

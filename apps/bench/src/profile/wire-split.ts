@@ -88,11 +88,21 @@ interface RoundTrip {
   clientAfterMs?: number;
 }
 
+/** `items` grouped by `keyOf`, in order (one array per key, appended to: a capture holds tens of thousands). */
+function groupBy<T, K>(items: Iterable<T>, keyOf: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}
+
 /** Each connection's round trips: its client's messages, then the server's answer. */
 function roundTrips(packets: Packet[]): Map<number, RoundTrip[]> {
-  const byConnection = new Map<number, Packet[]>();
-  for (const packet of packets)
-    byConnection.set(packet.connection, [...(byConnection.get(packet.connection) ?? []), packet]);
+  const byConnection = groupBy(packets, (packet) => packet.connection);
   const trips = new Map<number, RoundTrip[]>();
   for (const [connection, own] of byConnection) {
     const list: RoundTrip[] = [];
@@ -138,23 +148,22 @@ const byConnection = roundTrips(packets.slice(Math.floor(packets.length * Number
 
 // Connections that carried the same kinds of round trips belong to one client (one arm of bench:profile, when
 // several run interleaved: each arm has its own Prisma client, so its own pool).
-const groups = new Map<string, RoundTrip[]>();
-for (const trips of byConnection.values()) {
-  const labels = new Set(trips.map((trip) => trip.label));
-  const signature = [...labels]
-    .filter((label) => trips.filter((trip) => trip.label === label).length > 10)
+const signatureOf = (trips: RoundTrip[]) =>
+  [...groupBy(trips, (trip) => trip.label)]
+    .filter(([, group]) => group.length > 10)
+    .map(([label]) => label)
     .sort()
     .join(' | ');
-  groups.set(signature, [...(groups.get(signature) ?? []), ...trips]);
-}
+const groups = new Map<string, RoundTrip[]>();
+for (const [signature, connections] of groupBy(byConnection.values(), signatureOf))
+  groups.set(signature, connections.flat());
 
 const fixed = (value: number) => value.toFixed(3);
 const endsRequest = (label: string) => /\bcommit\b/i.test(label);
 for (const trips of groups.values()) {
   const requests = trips.filter((trip) => endsRequest(trip.label)).length;
   if (requests < 10) continue; // setup: connecting, migrating, preparing
-  const byLabel = new Map<string, RoundTrip[]>();
-  for (const trip of trips) byLabel.set(trip.label, [...(byLabel.get(trip.label) ?? []), trip]);
+  const byLabel = groupBy(trips, (trip) => trip.label);
   console.log(`\n${requests} requests (round trips ending with COMMIT) on ${file}`);
   console.log(
     '| round trip (client messages) | count | server p50 ms | server mean ms | client after p50 ms |',

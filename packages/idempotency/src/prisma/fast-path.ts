@@ -225,12 +225,18 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
   return wrapped as WithFastPath<TFactory>;
 }
 
+/** A statement that starts with a comment or with one of the words that end a transaction. */
+const MAY_END_TRANSACTION = /^\s*(?:\/\*|--|commit|end|rollback|abort)/i;
+
 /**
  * True for a statement that ends the transaction: COMMIT, END, ROLLBACK or ABORT (WORK or TRANSACTION, AND NO
  * CHAIN), comments aside. Not ROLLBACK TO SAVEPOINT (the end of a nested transaction), nor … AND CHAIN (a new
  * transaction starts at once on the same connection, and the procedure's statements go on in it).
  */
 export function endsTransaction(sql: string): boolean {
+  // Every statement of every transaction on the adapter passes here: most are told apart by their first word,
+  // without copying the text.
+  if (!MAY_END_TRANSACTION.test(sql)) return false;
   const bare = sql.replace(/\/\*[\s\S]*?\*\/|--[^\n]*/g, ' ');
   return /^\s*(?:commit|end|rollback|abort)(?:\s+(?:work|transaction))?(?:\s+and\s+no\s+chain)?\s*;?\s*$/i.test(
     bare,
