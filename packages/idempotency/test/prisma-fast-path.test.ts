@@ -96,7 +96,7 @@ describe('the fast path', () => {
     await store.claim(external);
     await store.renewLease?.(keyOf(external), external.owner, 30);
     await store.complete(keyOf(external), external.owner, output);
-    await store.countReplay(keyOf(external));
+    await store.countReplay(keyOf(external), 1);
     const sent = prismaQueries.slice(before);
     expect(sent.filter((sql) => sql.includes('/* idem:'))).toEqual([]);
     // The transaction itself is Prisma's: it sent the COMMIT.

@@ -110,7 +110,7 @@ describe('prepared statements (idempotencyStatementName)', () => {
     expect(await store.complete(completed, owner, output)).toBe(true);
     expect(await store.find(completed)).toMatchObject({ state: 'completed' });
     expect(await store.findCompleted?.(completed)).toMatchObject({ state: 'completed' });
-    await store.countReplay(completed);
+    await store.countReplay(completed, 1);
 
     const labels = sent.map((sql) => sql.match(/^\/\* idem:([a-z-]+) \*\/ /)?.[1] ?? `unmarked: ${sql}`);
     expect([...new Set(labels)].sort()).toEqual([

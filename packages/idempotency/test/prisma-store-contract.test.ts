@@ -268,7 +268,7 @@ describe('a schema-qualified table', () => {
       claimed: false,
       record: { state: 'completed', response: output },
     });
-    await qualified.countReplay(request);
+    await qualified.countReplay(request, 1);
     expect(await qualified.find(request)).toMatchObject({ replayCount: 1 });
     expect(await httpStatusOfRow(request, `"${schema}"."keys"`)).toBe(200);
 

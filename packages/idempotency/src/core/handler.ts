@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { inFlightCapOf, type ResolvedOptions } from './config.ts';
 import { inProgressError, keyReusedError, leaseLostError } from './errors.ts';
 import { type IdempotencyRecord, RecordState, type StoredResponse } from './record.ts';
+import { countReplay } from './replay-counts.ts';
 import type { ClaimRequest, IdempotencyStore } from './store.ts';
 
 export interface IdempotentRequest {
@@ -216,11 +217,6 @@ async function recordStoredError<TTx, TResult>(
     if (store.isLockTimeout(error)) throw inProgressError(options.retryAfterSeconds);
     throw error;
   }
-}
-
-/** Statistics only: never awaited on the request path, and a failure is ignored. */
-function countReplay<TTx>(store: IdempotencyStore<TTx>, request: IdempotentRequest): void {
-  store.countReplay(request).catch(() => {});
 }
 
 /**

@@ -67,8 +67,12 @@ export interface IdempotencyStore<TTx> {
    * it, the claim inside the transaction answers duplicates as before.
    */
   findCompleted?(key: RecordKey): Promise<IdempotencyRecord | null>;
-  /** Statistics only: the handler does not wait for it, and a failure is ignored. */
-  countReplay(key: RecordKey): Promise<void>;
+  /**
+   * Adds `replays` (1 or more) to the key's replay count. Statistics only: the handler does not wait for it, a
+   * failure is ignored, and it sends at most one of these per key at a time (core/replay-counts.ts), so
+   * `replays` is how many replays of the key arrived since the last one was sent.
+   */
+  countReplay(key: RecordKey, replays: number): Promise<void>;
   /** Runs `fn` in one transaction whose lock waits are bounded. */
   transaction<T>(fn: (tx: TTx) => Promise<T>, options: TransactionOptions): Promise<T>;
   /** True when `error` is the database giving up on a lock wait (→ 409, not 500). */

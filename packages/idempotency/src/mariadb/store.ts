@@ -301,10 +301,11 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
       return row ? toRecord(key, row) : null;
     },
 
-    async countReplay(key) {
+    async countReplay(key, replays) {
       await retryingDeadlocks(() =>
         db.$executeRawUnsafe(
-          `UPDATE ${table} SET replay_count = replay_count + 1 WHERE ${where}`,
+          `UPDATE ${table} SET replay_count = replay_count + ? WHERE ${where}`,
+          replays,
           ...keyParams(key),
         ),
       );

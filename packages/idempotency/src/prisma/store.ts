@@ -320,7 +320,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   // transaction). A crash may lose the last few counts; a replay never waits on an fsync for them.
   const countReplaySql = marked(
     'count-replay',
-    `update ${table} set replay_count = replay_count + 1
+    `update ${table} set replay_count = replay_count + $4::int
      from (select set_config('synchronous_commit', 'off', true)) as session where ${where}`,
   );
 
@@ -351,8 +351,8 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     find: (key) => find(key),
     ...(options.completedRead === true ? { findCompleted } : {}),
 
-    async countReplay(key) {
-      await on().$executeRawUnsafe(countReplaySql, ...keyParams(key));
+    async countReplay(key, replays) {
+      await on().$executeRawUnsafe(countReplaySql, ...keyParams(key), replays);
     },
 
     transaction<T>(fn: (tx: PrismaTransactionLike<TClient>) => Promise<T>, options: TransactionOptions) {

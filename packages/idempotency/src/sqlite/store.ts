@@ -250,9 +250,12 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
 
     find: (key) => own((tx) => find(tx, key)),
 
-    async countReplay(key) {
+    async countReplay(key, replays) {
       await own((tx) =>
-        run(tx, `update ${table} set replay_count = replay_count + 1 where ${where}`, keyValues(key)),
+        run(tx, `update ${table} set replay_count = replay_count + @replays where ${where}`, {
+          ...keyValues(key),
+          replays,
+        }),
       );
     },
 

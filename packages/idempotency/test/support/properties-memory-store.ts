@@ -236,11 +236,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return row ? toRecord(row) : null;
     },
 
-    async countReplay(recordKey) {
+    async countReplay(recordKey, replays) {
       const key = id(recordKey);
       await lock(key, recordKey);
       const row = committed.get(key);
-      if (row) committed.set(key, { ...row, replayCount: row.replayCount + 1 });
+      if (row) committed.set(key, { ...row, replayCount: row.replayCount + replays });
     },
 
     async transaction<T>(fn: (tx: MemoryTx) => Promise<T>, _options: TransactionOptions): Promise<T> {

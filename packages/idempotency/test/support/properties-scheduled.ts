@@ -45,9 +45,9 @@ export function scheduledStore<TTx>(
       await point('find');
       return inner.find(key);
     },
-    async countReplay(key) {
+    async countReplay(key, replays) {
       await point('countReplay');
-      return inner.countReplay(key);
+      return inner.countReplay(key, replays);
     },
     async transaction(fn, options) {
       await point('begin');

@@ -326,13 +326,13 @@ export function describeStoreContract<TTx>(
         expect(await backend.rowCount(completed)).toBe(1);
       });
 
-      it('countReplay counts replays', async () => {
+      it('countReplay adds the replays it is given', async () => {
         const request = claimRequest();
         await store.claim(request);
         await store.complete(keyOf(request), request.owner, output);
-        await store.countReplay(keyOf(request));
-        await store.countReplay(keyOf(request));
-        expect((await store.find(keyOf(request)))?.replayCount).toBe(2);
+        await store.countReplay(keyOf(request), 1);
+        await store.countReplay(keyOf(request), 4);
+        expect((await store.find(keyOf(request)))?.replayCount).toBe(5);
       });
     });
 
@@ -425,7 +425,7 @@ export function describeStoreContract<TTx>(
         const first = claimRequest();
         await store.claim(first);
         await store.complete(keyOf(first), first.owner, output);
-        await store.countReplay(keyOf(first));
+        await store.countReplay(keyOf(first), 1);
         const next = { ...first, owner: randomUUID(), fingerprint: fingerprintB, retentionSeconds: 60 };
         // Control: not expired yet → the stored record.
         expect((await store.claim(next)).claimed).toBe(false);

@@ -1,0 +1,125 @@
+/**
+ * `pnpm --filter @idem/bench bench:replay-burst`: what counting replays costs a burst. In one process
+ * (createCaller, the fast path, a pool of 10): 50 requests at once on a fresh key (one execution, 49
+ * duplicates), then 50 replays of that finished key, timed as a whole; BENCH_BURST_ROUNDS rounds, the arms
+ * alternating. Arms, each a wrapper of the same store: the replay counts as the library sends them (one
+ * statement per key in flight, core/replay-counts.ts); one statement per replay, as each arrives (how they were sent before: the
+ * wrapper sends them and answers at once, so the library never has one in flight; they queue on the key's row
+ * lock); no count
+ * at all (the floor).
+ */
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { createPrismaClient, type Database, pgAdapter } from '@idem/db';
+import type { IdempotencyStore } from '@idem/idempotency';
+import {
+  createPrismaIdempotencyStore,
+  type PrismaTransactionLike,
+  withIdempotencyFastPath,
+} from '@idem/idempotency/prisma';
+import { createIdempotency } from '@idem/idempotency/trpc';
+import { initTRPC } from '@trpc/server';
+import pg from 'pg';
+import { z } from 'zod';
+import { intEnv } from '../peers/config.ts';
+import { insertEffect } from '../peers/effect.ts';
+import {
+  createDatabase,
+  dropDatabase,
+  migrateDatabase,
+  scratchDatabaseName,
+  useExternalServer,
+} from '../repository.ts';
+
+const BURST = intEnv('BENCH_BURST', 50);
+const ROUNDS = intEnv('BENCH_BURST_ROUNDS', 40);
+
+type Store = IdempotencyStore<PrismaTransactionLike<Database>>;
+
+function routerOn(store: Store) {
+  const t = initTRPC.context<{ headers: Headers }>().create();
+  const idempotency = createIdempotency<{ headers: Headers }, PrismaTransactionLike<Database>>({
+    store,
+    getScope: () => 'burst',
+    getRequestHeaders: (ctx) => ctx.headers,
+  });
+  return t.router({
+    protected: t.procedure
+      .concat(idempotency.transactional())
+      .input(z.object({ n: z.number().int() }))
+      .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
+  }).createCaller;
+}
+
+function p50(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
+
+async function main() {
+  const server = await useExternalServer(process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432');
+  const name = scratchDatabaseName('idem_burst');
+  const databaseUrl = await createDatabase(server.adminUrl, name);
+  const adapter = withIdempotencyFastPath(pgAdapter({ connectionString: databaseUrl, max: 10 }));
+  const db = createPrismaClient({ adapter });
+  const sql = new pg.Client({ connectionString: databaseUrl });
+  try {
+    await migrateDatabase(databaseUrl);
+    await sql.connect();
+    await sql.query(
+      'create table bench_effects (id bigserial primary key, n int, at timestamptz default now())',
+    );
+    const store = createPrismaIdempotencyStore(db, { fastPath: adapter });
+    const arms: Record<string, ReturnType<typeof routerOn>> = {
+      'replay counts as sent': routerOn(store),
+      // Answers at once, so no statement is ever in flight for the library to wait on: each replay sends its own.
+      'one statement per replay': routerOn({
+        ...store,
+        countReplay: async (key, replays) => {
+          for (let i = 0; i < replays; i += 1) store.countReplay(key, 1).catch(() => {});
+        },
+      }),
+      'no replay count': routerOn({ ...store, countReplay: async () => {} }),
+    };
+    const withKey = (key: string) => ({ headers: new Headers({ 'idempotency-key': key }) });
+    const times = new Map<string, { fresh: number[]; replays: number[] }>();
+    for (const arm of Object.keys(arms)) times.set(arm, { fresh: [], replays: [] });
+    for (let round = 0; round < ROUNDS; round += 1) {
+      const order = round % 2 === 0 ? Object.keys(arms) : Object.keys(arms).reverse();
+      for (const arm of order) {
+        const call = arms[arm];
+        const record = times.get(arm);
+        if (!call || !record) continue;
+        // 50 at once on a fresh key (1 execution, 49 duplicates), then 50 replays of that finished key.
+        const key = randomUUID();
+        let t0 = performance.now();
+        await Promise.all(
+          Array.from({ length: BURST }, () =>
+            call(withKey(key))
+              .protected({ n: 1 })
+              .catch(() => null),
+          ),
+        );
+        record.fresh.push(performance.now() - t0);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        t0 = performance.now();
+        await Promise.all(Array.from({ length: BURST }, () => call(withKey(key)).protected({ n: 1 })));
+        record.replays.push(performance.now() - t0);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+    for (const [arm, { fresh, replays }] of times)
+      console.log(
+        `${arm}: same-key burst p50 ${p50(fresh).toFixed(2)} ms, replay burst p50 ${p50(replays).toFixed(2)} ms`,
+      );
+  } finally {
+    await sql.end().catch(() => {});
+    await db.$disconnect();
+    await dropDatabase(server.adminUrl, name);
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});

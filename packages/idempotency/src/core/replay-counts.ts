@@ -1,0 +1,51 @@
+/**
+ * Replay statistics that never queue on a hot key. Every replay adds one to its key's `replay_count`, an
+ * UPDATE of the key's row: fifty replays of one key at once were fifty UPDATEs waiting on that row's lock in
+ * turn, each holding a pool connection the next requests needed (measured in docs/BENCHMARKS.md, "Replay
+ * counts"). Here at most one count statement per key is in flight from a process; replays of the key that
+ * arrive meanwhile add to a tally that the next statement carries. The counts stay exact; as before, a count
+ * whose statement fails is lost (statistics only), and the request never waits for any of it.
+ */
+import type { RecordKey } from './record.ts';
+import type { IdempotencyStore } from './store.ts';
+
+interface Tally {
+  /** Replays of the key that arrived while its statement was in flight. */
+  waiting: number;
+}
+
+/** Per store: the keys with a count statement in flight. */
+const inFlightByStore = new WeakMap<object, Map<string, Tally>>();
+
+/** Counts one replay of `key` on `store`, in the background. */
+export function countReplay(store: Pick<IdempotencyStore<unknown>, 'countReplay'>, key: RecordKey): void {
+  let inFlight = inFlightByStore.get(store);
+  if (!inFlight) {
+    inFlight = new Map();
+    inFlightByStore.set(store, inFlight);
+  }
+  // The three parts as a JSON array: no separator a scope or key could contain can make two keys one.
+  const id = JSON.stringify([key.scope, key.procedure, key.key]);
+  const tally = inFlight.get(id);
+  if (tally) tally.waiting += 1;
+  else send(store, inFlight, id, { scope: key.scope, procedure: key.procedure, key: key.key }, 1);
+}
+
+function send(
+  store: Pick<IdempotencyStore<unknown>, 'countReplay'>,
+  inFlight: Map<string, Tally>,
+  id: string,
+  key: RecordKey,
+  replays: number,
+): void {
+  const tally: Tally = { waiting: 0 };
+  inFlight.set(id, tally);
+  const settled = () => {
+    if (tally.waiting > 0) send(store, inFlight, id, key, tally.waiting);
+    else inFlight.delete(id);
+  };
+  // A store that throws synchronously is treated like one whose statement failed.
+  Promise.resolve()
+    .then(() => store.countReplay(key, replays))
+    .then(settled, settled);
+}
