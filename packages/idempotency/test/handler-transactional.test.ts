@@ -15,7 +15,14 @@ import {
   type StoredResponse,
 } from '../src/index.ts';
 import { createPrismaIdempotencyStore } from '../src/prisma/index.ts';
-import { connectWithOwnTable, uniqueScope, uniqueTableName, waitUntil } from './support/db.ts';
+import {
+  connectWithOwnTable,
+  deferred,
+  sleep,
+  uniqueScope,
+  uniqueTableName,
+  waitUntil,
+} from './support/db.ts';
 
 type PrismaStore = ReturnType<typeof createPrismaIdempotencyStore<Database>>;
 let db: Database;
@@ -187,6 +194,102 @@ describe('replays and the afterComplete hook', () => {
       },
     });
     expect(completions).toBe(1);
+  });
+});
+
+/**
+ * The store, with the end of every transaction held open until `release` resolves: the callback has returned
+ * (or thrown), the COMMIT or ROLLBACK has not been sent. `ended` counts the transactions that did end.
+ */
+function holdingTransactionEnds(release: Promise<void>, endWith?: Error) {
+  const watch = { ended: 0 };
+  const holding: PrismaStore = {
+    ...store,
+    transaction: async (fn, transactionOptions) => {
+      try {
+        return await store.transaction(async (tx) => {
+          try {
+            return await fn(tx);
+          } finally {
+            await release;
+          }
+        }, transactionOptions);
+      } finally {
+        watch.ended += 1;
+        if (endWith) throw endWith;
+      }
+    },
+  };
+  return { holding, watch };
+}
+
+describe('a duplicate is answered when its claim returns, not when its transaction ends', () => {
+  it('a replay, a 422 and a 409 answer while their transactions are still open (control: a first execution waits)', async () => {
+    const release = deferred();
+    const { holding, watch } = holdingTransactionEnds(release.promise);
+    const request = newRequest();
+    await handleTransactional(store, options, request, async () => ({ result: 1, response: output('1') }));
+    const neverRuns = async () => {
+      throw new Error('a duplicate must not run the procedure');
+    };
+
+    expect(await handleTransactional(holding, options, request, neverRuns)).toEqual({
+      kind: 'replayed',
+      response: output('1'),
+    });
+    const reused = { ...request, fingerprint: fingerprintRequest('tx.op', { n: 2 }) };
+    expect(await caught(handleTransactional(holding, options, reused, neverRuns))).toMatchObject({
+      code: IdempotencyErrorCode.keyReused,
+    });
+    // A key in flight under an external-mode lease: 409 from the claim, as well.
+    const inFlight = newRequest();
+    await store.claim({
+      ...inFlight,
+      owner: randomUUID(),
+      leaseSeconds: 60,
+      retentionSeconds: 3600,
+    });
+    expect(await caught(handleTransactional(holding, options, inFlight, neverRuns))).toMatchObject({
+      code: IdempotencyErrorCode.inProgress,
+    });
+    expect(watch.ended).toBe(0);
+
+    // Control: through the same held transactions, a first execution has no answer until its COMMIT.
+    let answered = false;
+    const first = handleTransactional(holding, options, newRequest(), async () => ({
+      result: 2,
+      response: output('2'),
+    })).then((handled) => {
+      answered = true;
+      return handled;
+    });
+    await sleep(200);
+    expect(answered).toBe(false);
+    release.resolve();
+    expect(await first).toEqual({ kind: 'executed', result: 2 });
+    await waitUntil(() => watch.ended === 4);
+  });
+
+  it("a failure ending a duplicate's transaction is nobody's answer (control: a first execution's is its caller's)", async () => {
+    const failure = new Error('connection lost at the end of the transaction');
+    const { holding, watch } = holdingTransactionEnds(Promise.resolve(), failure);
+    const request = newRequest();
+    await handleTransactional(store, options, request, async () => ({ result: 1, response: output('1') }));
+
+    expect(
+      await handleTransactional(holding, options, request, async () => ({
+        result: 2,
+        response: output('2'),
+      })),
+    ).toEqual({ kind: 'replayed', response: output('1') });
+    await waitUntil(() => watch.ended === 1);
+
+    const fresh = newRequest();
+    expect(
+      await caught(
+        handleTransactional(holding, options, fresh, async () => ({ result: 3, response: output('3') })),
+      ),
+    ).toBe(failure);
   });
 });
 

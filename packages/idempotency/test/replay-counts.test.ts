@@ -82,7 +82,7 @@ describe('replay counts on the Postgres store', () => {
 describe('replay counts, on a store the test holds', () => {
   /** A count store whose statements wait until the test lets them finish, or fail. */
   function heldStore() {
-    const sent: Array<{ key: RecordKey; replays: number; finish: ReturnType<typeof deferred> }> = [];
+    const sent: Array<{ key: RecordKey; replays: number; finish: ReturnType<typeof deferred<void>> }> = [];
     const store = {
       countReplay(key: RecordKey, replays: number) {
         const finish = deferred();

@@ -53,6 +53,10 @@ export interface FaultHooks {
  * Round trips added to the procedure's own transaction: the claim (which also sets the lock timeout, and which
  * returns the live record for a duplicate) and the completion — no SAVEPOINT, no SET LOCAL.
  *
+ * A duplicate is answered as soon as its claim returns: the claim found the key held, wrote nothing and locked
+ * nothing it will keep, and the record it read is committed — so the transaction's end (a COMMIT of nothing) is
+ * left to finish on its own instead of costing the duplicate another round trip.
+ *
  * When the store has `findCompleted`, that read is sent at the same time as the transaction opens, on another
  * connection: a duplicate of a finished request is answered as soon as it returns (one round trip, no
  * transaction), and a first execution waits for nothing more than before. Whichever learns the key's fate
@@ -68,14 +72,18 @@ export async function handleTransactional<TTx, TResult>(
   hooks: FaultHooks = {},
 ): Promise<HandledRequest<TResult>> {
   let decidedBy: 'read' | 'claim' | undefined;
+  let claimFoundHeld: (record: IdempotencyRecord) => void = () => {};
+  const held = new Promise<Answer<TResult>>((resolve) => {
+    claimFoundHeld = (record) => resolve({ record });
+  });
   const completedRead = store.findCompleted?.(request).then(
-    (record) => {
-      if (!record || decidedBy) return null;
+    (record): Promise<Answer<TResult>> | Answer<TResult> => {
+      if (!record || decidedBy) return NEVER;
       decidedBy = 'read';
-      return record;
+      return { record };
     },
     // A failed read decides nothing: the transaction answers.
-    () => null,
+    () => NEVER,
   );
   const transaction = runTransactional(
     store,
@@ -89,28 +97,37 @@ export async function handleTransactional<TTx, TResult>(
       return true;
     },
     () => decidedBy === 'read',
+    claimFoundHeld,
   );
-  let handled: HandledRequest<TResult>;
-  if (completedRead) {
-    // `transaction.then(noRecord, noRecord)` also handles the transaction's rejection: when the read answers, the
-    // transaction finds the decision taken and rolls back, and its outcome (even a failure) is nobody's answer.
-    const record = await Promise.race([completedRead, transaction.then(noRecord, noRecord)]);
-    if (record) {
-      handled = { kind: 'replayed', response: storedResponseOf(record, request, options) };
-    } else handled = await transaction;
-  } else handled = await transaction;
+  // When the read or the claim has answered, what ends the transaction afterwards (even a failure) is nobody's
+  // answer; until then its failure is the request's (the race below rejects with it).
+  transaction.catch(() => {});
+  const answer = await Promise.race([
+    held,
+    ...(completedRead ? [completedRead] : []),
+    transaction.then((handled): Answer<TResult> => ({ handled })),
+  ]);
+  const handled: HandledRequest<TResult> =
+    'record' in answer
+      ? { kind: 'replayed', response: storedResponseOf(answer.record, request, options) }
+      : answer.handled;
   if (handled.kind === 'replayed') countReplay(store, request);
   else await hooks.afterComplete?.();
   return handled;
 }
 
-const noRecord = () => null;
+/** How a transactional request learns its answer: a record someone else left, or its own transaction's end. */
+type Answer<TResult> = { record: IdempotencyRecord } | { handled: HandledRequest<TResult> };
+
+/** A completed read that found nothing to replay: it never answers, and the race waits for the others. */
+const NEVER = new Promise<never>(() => {});
 
 /**
  * The transaction of `handleTransactional`. `claimDecides()` is asked as soon as the claim returns: false when
  * the completed read already answered this request, and then nothing else happens (rolled back);
  * `answeredByRead()` is asked before the claim is sent, so a replay answered while BEGIN was on its way costs
- * no claim.
+ * no claim. `foundHeld(record)` is told when the claim found the key held: that record is the answer, and the
+ * transaction, which wrote nothing, then just ends.
  */
 async function runTransactional<TTx, TResult>(
   store: IdempotencyStore<TTx>,
@@ -120,6 +137,7 @@ async function runTransactional<TTx, TResult>(
   hooks: FaultHooks,
   claimDecides: () => boolean,
   answeredByRead: () => boolean,
+  foundHeld: (record: IdempotencyRecord) => void,
 ): Promise<HandledRequest<TResult>> {
   const owner = randomUUID();
   const transactionOptions = {
@@ -139,8 +157,10 @@ async function runTransactional<TTx, TResult>(
       if (answeredByRead()) throw new RollBack(undefined, null);
       const claim = await store.claim(claimRequest, tx);
       if (!claimDecides()) throw new RollBack(undefined, null);
-      if (!claim.claimed)
-        return { kind: 'replayed', response: storedResponseOf(claim.record, request, options) };
+      if (!claim.claimed) {
+        foundHeld(claim.record);
+        throw new RollBack(undefined, null);
+      }
       await hooks.afterClaim?.();
 
       const outcome = await run(tx);
