@@ -8,6 +8,7 @@ import { inFlightCapOf, type ResolvedOptions } from './config.ts';
 import { inProgressError, keyReusedError, leaseLostError } from './errors.ts';
 import { type IdempotencyRecord, RecordState, type StoredResponse } from './record.ts';
 import { countReplay } from './replay-counts.ts';
+import { arrive } from './running-here.ts';
 import type { ClaimRequest, IdempotencyStore } from './store.ts';
 
 export interface IdempotentRequest {
@@ -53,6 +54,9 @@ export interface FaultHooks {
  * Round trips added to the procedure's own transaction: the claim (which also sets the lock timeout, and which
  * returns the live record for a duplicate) and the completion — no SAVEPOINT, no SET LOCAL.
  *
+ * A duplicate of a request this process is running waits for that request's answer in memory, holding no
+ * connection (running-here.ts); it is answered from there only with a response the first one committed.
+ *
  * A duplicate is answered as soon as its claim returns: the claim found the key held, wrote nothing and locked
  * nothing it will keep, and the record it read is committed — so the transaction's end (a COMMIT of nothing) is
  * left to finish on its own instead of costing the duplicate another round trip.
@@ -70,6 +74,58 @@ export async function handleTransactional<TTx, TResult>(
   request: IdempotentRequest,
   run: (tx: TTx) => Promise<RunOutcome<TResult>>,
   hooks: FaultHooks = {},
+): Promise<HandledRequest<TResult>> {
+  const arrival = arrive(store, request);
+  if (!arrival.first) {
+    // The same request is running in this process: wait for its answer here, holding no connection, as long
+    // as a duplicate may wait on the key's row lock.
+    const response = await within(arrival.answer, options.lockTimeoutMs);
+    if (response === TIMED_OUT) throw inProgressError(options.retryAfterSeconds);
+    if (response) {
+      countReplay(store, request);
+      return { kind: 'replayed', response };
+    }
+    // It committed nothing: this request goes on as if it had arrived alone.
+    return handleTransactional(store, options, request, run, hooks);
+  }
+  let committed: StoredResponse | null = null;
+  try {
+    const handled = await handleInDatabase(store, options, request, run, hooks, (response) => {
+      committed = response;
+    });
+    if (handled.kind === 'replayed') committed = handled.response;
+    return handled;
+  } finally {
+    arrival.settle(committed);
+  }
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+/** `promise`'s value, or TIMED_OUT once `ms` have passed first. */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * `handleTransactional` in the database: the claim decides. `committed(response)` is told the response this
+ * request committed as the key's (its own result, or the business error it recorded) once it has.
+ */
+async function handleInDatabase<TTx, TResult>(
+  store: IdempotencyStore<TTx>,
+  options: ResolvedOptions,
+  request: IdempotentRequest,
+  run: (tx: TTx) => Promise<RunOutcome<TResult>>,
+  hooks: FaultHooks,
+  committed: (response: StoredResponse) => void,
 ): Promise<HandledRequest<TResult>> {
   let decidedBy: 'read' | 'claim' | undefined;
   let claimFoundHeld: (record: IdempotencyRecord) => void = () => {};
@@ -98,6 +154,7 @@ export async function handleTransactional<TTx, TResult>(
     },
     () => decidedBy === 'read',
     claimFoundHeld,
+    committed,
   );
   // When the read or the claim has answered, what ends the transaction afterwards (even a failure) is nobody's
   // answer; until then its failure is the request's (the race below rejects with it).
@@ -138,6 +195,7 @@ async function runTransactional<TTx, TResult>(
   claimDecides: () => boolean,
   answeredByRead: () => boolean,
   foundHeld: (record: IdempotencyRecord) => void,
+  committed: (response: StoredResponse) => void,
 ): Promise<HandledRequest<TResult>> {
   const owner = randomUUID();
   const transactionOptions = {
@@ -151,8 +209,9 @@ async function runTransactional<TTx, TResult>(
     retentionSeconds: options.retentionSeconds,
     inFlightCap: inFlightCapOf(options),
   };
+  let stored: StoredResponse | null = null;
   try {
-    return await store.transaction(async (tx): Promise<HandledRequest<TResult>> => {
+    const handled = await store.transaction(async (tx): Promise<HandledRequest<TResult>> => {
       // The read answered while the transaction was opening: no claim to send (the claim would decide nothing).
       if (answeredByRead()) throw new RollBack(undefined, null);
       const claim = await store.claim(claimRequest, tx);
@@ -170,12 +229,24 @@ async function runTransactional<TTx, TResult>(
       // error on its own (below).
       if (outcome.response.kind === 'error') throw new RollBack(outcome.result, outcome.response);
       await store.complete(request, owner, outcome.response, tx);
+      stored = outcome.response;
       return { kind: 'executed', result: outcome.result };
     }, transactionOptions);
+    // Committed: the transaction resolved.
+    if (stored) committed(stored);
+    return handled;
   } catch (error) {
     if (error instanceof RollBack) {
       if (!error.response) return { kind: 'released', result: error.result as TResult };
-      return recordStoredError(store, options, claimRequest, error, transactionOptions);
+      const recorded = await recordStoredError<TTx, TResult>(
+        store,
+        options,
+        claimRequest,
+        error,
+        transactionOptions,
+      );
+      if (recorded.kind === 'executed') committed(error.response);
+      return recorded;
     }
     // The first request's transaction held the key longer than we may wait.
     if (store.isLockTimeout(error)) throw inProgressError(options.retryAfterSeconds);

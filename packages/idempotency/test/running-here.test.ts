@@ -1,0 +1,175 @@
+/**
+ * Duplicates of a transactional request this process is running (core/running-here.ts): they wait for its
+ * answer in memory, holding no connection, and are answered from there only with a response it committed. On
+ * the real Postgres store with a pool of 3 connections; the control puts each duplicate on a store object of
+ * its own (the same database and pool), so that none of them finds the first one running.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Database } from '@idem/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveOptions } from '../src/core/config.ts';
+import { handleTransactional, type IdempotentRequest, type RunOutcome } from '../src/core/handler.ts';
+import {
+  fingerprintRequest,
+  IdempotencyError,
+  IdempotencyErrorCode,
+  type IdempotencyStore,
+  type StoredResponse,
+} from '../src/index.ts';
+import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../src/prisma/index.ts';
+import { connectWithOwnTable, deferred, sleep, uniqueScope } from './support/db.ts';
+
+type Store = IdempotencyStore<PrismaTransactionLike<Database>>;
+const POOL = 3;
+let db: Database;
+let store: Store;
+beforeAll(async () => {
+  db = await connectWithOwnTable(POOL);
+  store = createPrismaIdempotencyStore(db);
+});
+afterAll(async () => {
+  await db.$disconnect();
+});
+
+const options = resolveOptions();
+const output = (body: string): StoredResponse => ({ kind: 'output', httpStatus: 200, body });
+
+function newRequest(input: unknown = { n: 1 }, scope = uniqueScope()): IdempotentRequest {
+  return {
+    scope,
+    procedure: 'here.op',
+    key: randomUUID(),
+    fingerprint: fingerprintRequest('here.op', input),
+  };
+}
+
+/** A procedure that writes nothing and answers `body`, after `gate` opens; `runs` counts its executions. */
+function procedure(body: string, gate: Promise<void> = Promise.resolve()) {
+  const counter = { runs: 0 };
+  const run = async (): Promise<RunOutcome<string>> => {
+    counter.runs += 1;
+    await gate;
+    return { result: body, response: output(JSON.stringify(body)) };
+  };
+  return { run, counter };
+}
+
+async function caught(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (error: unknown) => error,
+  );
+}
+
+describe('duplicates of a request running in this process', () => {
+  it('wait without a connection: another request still gets one while the first holds its transaction (control: each duplicate on its own store object, the pool runs dry)', async () => {
+    for (const control of [false, true]) {
+      const gate = deferred();
+      const request = newRequest();
+      const first = procedure('first', gate.promise);
+      const running = handleTransactional(store, options, request, first.run);
+      // The first one is inside its procedure, holding its transaction's connection.
+      await expect.poll(() => first.counter.runs).toBe(1);
+
+      const duplicates = Array.from({ length: 6 }, () =>
+        handleTransactional(control ? { ...store } : store, options, request, first.run),
+      );
+      await sleep(100);
+      let otherDone = false;
+      const other = handleTransactional(store, options, newRequest(), procedure('other').run).then(
+        (handled) => {
+          otherDone = true;
+          return handled;
+        },
+      );
+      if (control) {
+        // The duplicates hold the pool's other connections, waiting on the first one's row.
+        await sleep(500);
+        expect(otherDone).toBe(false);
+      } else {
+        expect(await other).toEqual({ kind: 'executed', result: 'other' });
+      }
+      gate.resolve();
+      expect(await running).toEqual({ kind: 'executed', result: 'first' });
+      for (const duplicate of await Promise.all(duplicates))
+        expect(duplicate).toEqual({ kind: 'replayed', response: output('"first"') });
+      expect(await other).toEqual({ kind: 'executed', result: 'other' });
+      expect(first.counter.runs).toBe(1);
+    }
+  });
+
+  it('the same key with another payload is not answered from here: 422 once the first commits', async () => {
+    const gate = deferred();
+    const request = newRequest({ n: 1 });
+    const first = procedure('first', gate.promise);
+    const running = handleTransactional(store, options, request, first.run);
+    await expect.poll(() => first.counter.runs).toBe(1);
+    const other = { ...request, fingerprint: fingerprintRequest('here.op', { n: 2 }) };
+    const reused = caught(handleTransactional(store, options, other, procedure('second').run));
+    gate.resolve();
+    await running;
+    expect(await reused).toMatchObject({ code: IdempotencyErrorCode.keyReused });
+  });
+
+  it('the same key of another principal is its own request: it runs', async () => {
+    const gate = deferred();
+    const request = newRequest();
+    const first = procedure('alice', gate.promise);
+    const running = handleTransactional(store, options, request, first.run);
+    await expect.poll(() => first.counter.runs).toBe(1);
+    const bob = procedure('bob');
+    expect(await handleTransactional(store, options, { ...request, scope: uniqueScope() }, bob.run)).toEqual({
+      kind: 'executed',
+      result: 'bob',
+    });
+    gate.resolve();
+    expect(await running).toEqual({ kind: 'executed', result: 'alice' });
+  });
+
+  it('when the first one commits nothing, its duplicates go to the database: one of them runs, the rest replay it', async () => {
+    const gate = deferred();
+    const request = newRequest();
+    let runs = 0;
+    const failsFirst = async (): Promise<RunOutcome<string>> => {
+      runs += 1;
+      if (runs === 1) {
+        await gate.promise;
+        // Not storable (a transient failure): rolled back, the key released.
+        return { result: 'failed', response: null };
+      }
+      return { result: 'second', response: output('"second"') };
+    };
+    const running = handleTransactional(store, options, request, failsFirst);
+    await expect.poll(() => runs).toBe(1);
+    const duplicates = Array.from({ length: 4 }, () =>
+      handleTransactional(store, options, request, failsFirst),
+    );
+    gate.resolve();
+    expect(await running).toEqual({ kind: 'released', result: 'failed' });
+    const answers = await Promise.all(duplicates);
+    expect(answers.filter((answer) => answer.kind === 'executed')).toEqual([
+      { kind: 'executed', result: 'second' },
+    ]);
+    expect(answers.filter((answer) => answer.kind === 'replayed')).toHaveLength(3);
+    for (const answer of answers)
+      if (answer.kind === 'replayed') expect(answer.response).toEqual(output('"second"'));
+    expect(runs).toBe(2);
+  });
+
+  it('a duplicate waits as long as it would on the row lock, then 409 + Retry-After', async () => {
+    const gate = deferred();
+    const quick = resolveOptions({ lockTimeoutMs: 200 });
+    const request = newRequest();
+    const first = procedure('first', gate.promise);
+    const running = handleTransactional(store, quick, request, first.run);
+    await expect.poll(() => first.counter.runs).toBe(1);
+    const conflict = await caught(handleTransactional(store, quick, request, first.run));
+    expect(conflict).toBeInstanceOf(IdempotencyError);
+    expect(conflict).toMatchObject({ code: IdempotencyErrorCode.inProgress, retryAfterSeconds: 1 });
+    gate.resolve();
+    expect(await running).toEqual({ kind: 'executed', result: 'first' });
+    expect(first.counter.runs).toBe(1);
+  });
+});
