@@ -270,6 +270,27 @@ describe('a duplicate is answered when its claim returns, not when its transacti
     await waitUntil(() => watch.ended === 4);
   });
 
+  it('a store that cannot answer before the end (SQLite: one connection) answers once the transaction has ended', async () => {
+    const release = deferred();
+    const { holding, watch } = holdingTransactionEnds(release.promise);
+    const oneConnection: PrismaStore = { ...holding, answersDuplicatesAtClaim: false };
+    const request = newRequest();
+    await handleTransactional(store, options, request, async () => ({ result: 1, response: output('1') }));
+    let answered = false;
+    const replay = handleTransactional(oneConnection, options, request, async () => ({
+      result: 2,
+      response: output('2'),
+    })).then((handled) => {
+      answered = true;
+      return handled;
+    });
+    await sleep(200);
+    expect(answered).toBe(false);
+    release.resolve();
+    expect(await replay).toEqual({ kind: 'replayed', response: output('1') });
+    expect(watch.ended).toBe(1);
+  });
+
   it("a failure ending a duplicate's transaction is nobody's answer (control: a first execution's is its caller's)", async () => {
     const failure = new Error('connection lost at the end of the transaction');
     const { holding, watch } = holdingTransactionEnds(Promise.resolve(), failure);

@@ -158,6 +158,93 @@ describe('duplicates of a request running in this process', () => {
     expect(runs).toBe(2);
   });
 
+  it('duplicates are answered from memory: the database sees one claim (control: on store objects of their own, one each)', async () => {
+    for (const control of [false, true]) {
+      let claims = 0;
+      const counting: Store = {
+        ...store,
+        claim: (request, tx) => {
+          claims += 1;
+          return store.claim(request, tx);
+        },
+      };
+      const gate = deferred();
+      const request = newRequest();
+      const first = procedure('first', gate.promise);
+      const running = handleTransactional(counting, options, request, first.run);
+      await expect.poll(() => first.counter.runs).toBe(1);
+      const duplicates = Array.from({ length: 2 }, () =>
+        handleTransactional(control ? { ...counting } : counting, options, request, first.run),
+      );
+      gate.resolve();
+      await running;
+      for (const duplicate of await Promise.all(duplicates))
+        expect(duplicate).toEqual({ kind: 'replayed', response: output('"first"') });
+      expect(claims).toBe(control ? 3 : 1);
+    }
+  });
+
+  it('a duplicate answered from memory gets the response as the store keeps it, like every later replay', async () => {
+    const gate = deferred();
+    const request = newRequest();
+    // A stored business error whose cause holds numbers JSON cannot: the key keeps null for them.
+    const declined: StoredResponse = {
+      kind: 'error',
+      httpStatus: 402,
+      code: 'PAYMENT_REQUIRED',
+      message: 'Card declined',
+      cause: { retryInSeconds: Number.POSITIVE_INFINITY, balance: Number.NaN },
+    } as StoredResponse;
+    let runs = 0;
+    const declines = async (): Promise<RunOutcome<string>> => {
+      runs += 1;
+      await gate.promise;
+      return { result: 'declined', response: declined };
+    };
+    const running = handleTransactional(store, options, request, declines);
+    await expect.poll(() => runs).toBe(1);
+    const fromMemory = handleTransactional(store, options, request, declines);
+    gate.resolve();
+    await running;
+    const fromDatabase = await handleTransactional(store, options, request, declines);
+    expect(fromDatabase).toMatchObject({ kind: 'replayed' });
+    expect(await fromMemory).toStrictEqual(fromDatabase);
+    expect(runs).toBe(1);
+  });
+
+  it('a duplicate waits once: when the first gave up on a lock held elsewhere, it does not start a whole wait again', async () => {
+    const quick = resolveOptions({ lockTimeoutMs: 300 });
+    const request = newRequest();
+    // Another process (a store object of its own) holds the key in its open transaction.
+    const elsewhereGate = deferred();
+    const elsewhere = procedure('elsewhere', elsewhereGate.promise);
+    const holder = handleTransactional({ ...store }, options, request, elsewhere.run);
+    await expect.poll(() => elsewhere.counter.runs).toBe(1);
+
+    const lockWaits: number[] = [];
+    const watching: Store = {
+      ...store,
+      transaction: (fn, transactionOptions) => {
+        lockWaits.push(transactionOptions.lockTimeoutMs);
+        return store.transaction(fn, transactionOptions);
+      },
+    };
+    const here = procedure('here');
+    const first = caught(handleTransactional(watching, quick, request, here.run));
+    // Arriving a third of the way into the first one's wait: about two thirds of its own are left when the
+    // first gives up.
+    await sleep(100);
+    const duplicate = caught(handleTransactional(watching, quick, request, here.run));
+    expect(await first).toMatchObject({ code: IdempotencyErrorCode.inProgress });
+    expect(await duplicate).toMatchObject({ code: IdempotencyErrorCode.inProgress });
+    // The first waited the whole bound; the duplicate, if it reached the database at all, only what was left.
+    expect(lockWaits[0]).toBe(300);
+    for (const wait of lockWaits.slice(1)) expect(wait).toBeLessThan(290);
+    elsewhereGate.resolve();
+    expect(await holder).toEqual({ kind: 'executed', result: 'elsewhere' });
+    expect(here.counter.runs).toBe(0);
+  });
+
   it('a duplicate waits as long as it would on the row lock, then 409 + Retry-After', async () => {
     const gate = deferred();
     const quick = resolveOptions({ lockTimeoutMs: 200 });

@@ -1,12 +1,14 @@
 /**
- * `pnpm --filter @idem/bench bench:replay-burst`: what counting replays costs a burst. In one process
+ * `pnpm --filter @idem/bench bench:replay-burst`: what a burst of duplicates of one key costs. In one process
  * (createCaller, the fast path, a pool of 10): 50 requests at once on a fresh key (one execution, 49
- * duplicates), then 50 replays of that finished key, timed as a whole; BENCH_BURST_ROUNDS rounds, the arms
- * alternating. Arms, each a wrapper of the same store: the replay counts as the library sends them (one
- * statement per key in flight, core/replay-counts.ts); one statement per replay, as each arrives (how they were sent before: the
- * wrapper sends them and answers at once, so the library never has one in flight; they queue on the key's row
- * lock); no count
- * at all (the floor).
+ * duplicates), then 50 replays of that finished key, each burst timed as a whole; BENCH_BURST_ROUNDS rounds,
+ * the arms alternating. Arms, all on the same store, database and pool:
+ * - as the library runs it: the duplicates of a request running here wait for it in memory
+ *   (core/running-here.ts), and replay counts go out one statement per key at a time (core/replay-counts.ts);
+ * - every request of the burst on a store object of its own (the same store, spread into 50 objects): no
+ *   request finds another running, so every duplicate waits on the key's row in the database, holding a pool
+ *   connection, and counts its replay with a statement of its own — how bursts ran before both;
+ * - as the library runs it, with no replay count at all (the floor of the counts).
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -70,16 +72,14 @@ async function main() {
       'create table bench_effects (id bigserial primary key, n int, at timestamptz default now())',
     );
     const store = createPrismaIdempotencyStore(db, { fastPath: adapter });
-    const arms: Record<string, ReturnType<typeof routerOn>> = {
-      'replay counts as sent': routerOn(store),
-      // Answers at once, so no statement is ever in flight for the library to wait on: each replay sends its own.
-      'one statement per replay': routerOn({
-        ...store,
-        countReplay: async (key, replays) => {
-          for (let i = 0; i < replays; i += 1) store.countReplay(key, 1).catch(() => {});
-        },
-      }),
-      'no replay count': routerOn({ ...store, countReplay: async () => {} }),
+    // Each arm: the router for the i-th request of a burst.
+    const shared = routerOn(store);
+    const apart = Array.from({ length: BURST }, () => routerOn({ ...store }));
+    const uncounted = routerOn({ ...store, countReplay: async () => {} });
+    const arms: Record<string, (i: number) => ReturnType<typeof routerOn>> = {
+      'as the library runs it': () => shared,
+      'each request on a store object of its own (before)': (i) => apart[i] ?? shared,
+      'no replay count': () => uncounted,
     };
     const withKey = (key: string) => ({ headers: new Headers({ 'idempotency-key': key }) });
     const times = new Map<string, { fresh: number[]; replays: number[] }>();
@@ -94,8 +94,8 @@ async function main() {
         const key = randomUUID();
         let t0 = performance.now();
         await Promise.all(
-          Array.from({ length: BURST }, () =>
-            call(withKey(key))
+          Array.from({ length: BURST }, (_, i) =>
+            call(i)(withKey(key))
               .protected({ n: 1 })
               .catch(() => null),
           ),
@@ -103,7 +103,7 @@ async function main() {
         record.fresh.push(performance.now() - t0);
         await new Promise((resolve) => setTimeout(resolve, 50));
         t0 = performance.now();
-        await Promise.all(Array.from({ length: BURST }, () => call(withKey(key)).protected({ n: 1 })));
+        await Promise.all(Array.from({ length: BURST }, (_, i) => call(i)(withKey(key)).protected({ n: 1 })));
         record.replays.push(performance.now() - t0);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }

@@ -57,9 +57,9 @@ export interface FaultHooks {
  * A duplicate of a request this process is running waits for that request's answer in memory, holding no
  * connection (running-here.ts); it is answered from there only with a response the first one committed.
  *
- * A duplicate is answered as soon as its claim returns: the claim found the key held, wrote nothing and locked
- * nothing it will keep, and the record it read is committed — so the transaction's end (a COMMIT of nothing) is
- * left to finish on its own instead of costing the duplicate another round trip.
+ * On a store with `answersDuplicatesAtClaim`, a duplicate is answered as soon as its claim returns: the claim
+ * found the key held and wrote nothing, and the record it read is committed — so the transaction's end (a
+ * ROLLBACK of nothing) is left to finish on its own instead of costing the duplicate another round trip.
  *
  * When the store has `findCompleted`, that read is sent at the same time as the transaction opens, on another
  * connection: a duplicate of a finished request is answered as soon as it returns (one round trip, no
@@ -79,14 +79,19 @@ export async function handleTransactional<TTx, TResult>(
   if (!arrival.first) {
     // The same request is running in this process: wait for its answer here, holding no connection, as long
     // as a duplicate may wait on the key's row lock.
+    const waitedFrom = performance.now();
     const response = await within(arrival.answer, options.lockTimeoutMs);
     if (response === TIMED_OUT) throw inProgressError(options.retryAfterSeconds);
     if (response) {
       countReplay(store, request);
-      return { kind: 'replayed', response };
+      // A copy as the store keeps it (JSON text): what every later replay of the key gets, and this request's own.
+      return { kind: 'replayed', response: JSON.parse(JSON.stringify(response)) as StoredResponse };
     }
-    // It committed nothing: this request goes on as if it had arrived alone.
-    return handleTransactional(store, options, request, run, hooks);
+    // It committed nothing: this request goes on as if it had arrived alone, with what is left of its wait
+    // (the first may have spent it on a lock held elsewhere; a duplicate waits once, not twice).
+    const leftMs = options.lockTimeoutMs - (performance.now() - waitedFrom);
+    if (leftMs < 1) throw inProgressError(options.retryAfterSeconds);
+    return handleTransactional(store, { ...options, lockTimeoutMs: leftMs }, request, run, hooks);
   }
   let committed: StoredResponse | null = null;
   try {
@@ -128,9 +133,13 @@ async function handleInDatabase<TTx, TResult>(
   committed: (response: StoredResponse) => void,
 ): Promise<HandledRequest<TResult>> {
   let decidedBy: 'read' | 'claim' | undefined;
+  let heldRecord: IdempotencyRecord | undefined;
   let claimFoundHeld: (record: IdempotencyRecord) => void = () => {};
   const held = new Promise<Answer<TResult>>((resolve) => {
-    claimFoundHeld = (record) => resolve({ record });
+    claimFoundHeld = (record) => {
+      heldRecord = record;
+      resolve({ record });
+    };
   });
   const completedRead = store.findCompleted?.(request).then(
     (record): Promise<Answer<TResult>> | Answer<TResult> => {
@@ -160,14 +169,16 @@ async function handleInDatabase<TTx, TResult>(
   // answer; until then its failure is the request's (the race below rejects with it).
   transaction.catch(() => {});
   const answer = await Promise.race([
-    held,
+    ...(store.answersDuplicatesAtClaim ? [held] : []),
     ...(completedRead ? [completedRead] : []),
     transaction.then((handled): Answer<TResult> => ({ handled })),
   ]);
-  const handled: HandledRequest<TResult> =
-    'record' in answer
-      ? { kind: 'replayed', response: storedResponseOf(answer.record, request, options) }
-      : answer.handled;
+  // The claim found the key held: its record is the answer, now or (a store that cannot answer before the
+  // transaction ends) once the transaction has rolled back.
+  const record = 'record' in answer ? answer.record : heldRecord;
+  const handled: HandledRequest<TResult> = record
+    ? { kind: 'replayed', response: storedResponseOf(record, request, options) }
+    : (answer as { handled: HandledRequest<TResult> }).handled;
   if (handled.kind === 'replayed') countReplay(store, request);
   else await hooks.afterComplete?.();
   return handled;

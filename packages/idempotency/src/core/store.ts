@@ -73,6 +73,14 @@ export interface IdempotencyStore<TTx> {
    * `replays` is how many replays of the key arrived since the last one was sent.
    */
   countReplay(key: RecordKey, replays: number): Promise<void>;
+  /**
+   * True when a duplicate may be answered as soon as its claim returns, before its transaction ends: a claim
+   * that finds the key held writes nothing, and no statement outside that transaction can end up inside it.
+   * Postgres and MariaDB (a connection per transaction): true. Not SQLite, whose one connection runs a
+   * statement sent outside any transaction inside whichever transaction is open: the caller's next write,
+   * sent after the answer, could join the duplicate's transaction and be rolled back with it. Absent: false.
+   */
+  readonly answersDuplicatesAtClaim?: boolean;
   /** Runs `fn` in one transaction whose lock waits are bounded. */
   transaction<T>(fn: (tx: TTx) => Promise<T>, options: TransactionOptions): Promise<T>;
   /** True when `error` is the database giving up on a lock wait (→ 409, not 500). */

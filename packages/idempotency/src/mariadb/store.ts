@@ -264,6 +264,9 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
   }
 
   return {
+    // A claim that finds the key held writes nothing (its shared read locks end with the transaction, soon
+    // after); each transaction has a pooled connection of its own.
+    answersDuplicatesAtClaim: true,
     claim: (request, tx) =>
       explainingMissingMariadbTable(tableName, () =>
         tx ? claim(request, tx) : retryingDeadlocks(() => claim(request)),

@@ -330,6 +330,8 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   }
 
   return {
+    // A claim that finds the key held writes nothing; each transaction has a pooled connection of its own.
+    answersDuplicatesAtClaim: true,
     // Every keyed request starts with a claim: a missing table is reported there, by name.
     claim: (request, tx) => explainingMissingTable(tableName, () => claim(request, tx)),
     ...(options.leaseRenewal === false ? {} : { renewLease }),
