@@ -206,18 +206,22 @@ function holdingTransactionEnds(release: Promise<void>, endWith?: Error) {
   const holding: PrismaStore = {
     ...store,
     transaction: async (fn, transactionOptions) => {
-      try {
-        return await store.transaction(async (tx) => {
+      const ended = await store
+        .transaction(async (tx) => {
           try {
             return await fn(tx);
           } finally {
             await release;
           }
-        }, transactionOptions);
-      } finally {
-        watch.ended += 1;
-        if (endWith) throw endWith;
-      }
+        }, transactionOptions)
+        .then(
+          (value) => ({ value }),
+          (error: unknown) => ({ error }),
+        );
+      watch.ended += 1;
+      if (endWith) throw endWith;
+      if ('error' in ended) throw ended.error;
+      return ended.value;
     },
   };
   return { holding, watch };
