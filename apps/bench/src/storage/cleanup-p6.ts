@@ -45,6 +45,8 @@ export interface CleanupRun {
   vacuumMs: number;
   /** The CHECKPOINT after the load (settings.p6Checkpoint); undefined when there was none (the control). */
   checkpointMs: number | undefined;
+  /** The claims during that CHECKPOINT (and 1 s more): a forced checkpoint of the load's writes, no cleanup. */
+  loadCheckpoint: LatencySummary | undefined;
   /** undefined when it did not finish within the limit. */
   cleanup: CleanupOutcome | undefined;
   limitSeconds: number | undefined;
@@ -128,24 +130,31 @@ async function cleanupRun(
   await client.query(`vacuum analyze ${TABLE}`);
   const vacuumMs = performance.now() - vacuumStarted;
   const plan = await batchPlan(client, variant.mode === 'ordered');
-  // The load's own WAL checkpointed now (see settings.p6Checkpoint), so the checkpoints the cleanup meets are
-  // the ones its own WAL starts.
-  const checkpointStarted = performance.now();
-  if (settings.p6Checkpoint) await client.query('checkpoint');
-  const checkpointMs = settings.p6Checkpoint ? performance.now() - checkpointStarted : undefined;
-  log(
-    `P6 [${label}]: loaded in ${(expired.ms / 1000).toFixed(1)} s, vacuum analyze ${(vacuumMs / 1000).toFixed(1)} s, ` +
-      `${checkpointMs === undefined ? 'no checkpoint' : `checkpoint ${(checkpointMs / 1000).toFixed(1)} s`}; batch plan: ${plan}`,
-  );
-
-  const limitSeconds = withIndex ? undefined : settings.p6NoIndexSeconds;
-  const cleaner = await startCleanupProcess(context.databaseUrl, variant);
-  let cleanup: CleanupOutcome | undefined;
   const loop = startClaimLoop(async () => {
     const scope = lightScope(Math.floor(Math.random() * settings.scopes));
     const procedure = PROCEDURES[Math.floor(Math.random() * PROCEDURES.length)] ?? PROCEDURES[0];
     return (await claimAndComplete(context.store, { scope, procedure })).ms;
   });
+  // The load's own WAL checkpointed now (see settings.p6Checkpoint), so the checkpoints the cleanup meets are
+  // the ones its own WAL starts. The claims already run: during this forced checkpoint of what the LOAD dirtied
+  // (no cleanup yet) they show what any forced checkpoint of that size costs a commit on this disk — the control
+  // for the one forced after the cleanup.
+  const checkpointStarted = performance.now();
+  if (settings.p6Checkpoint) await client.query('checkpoint');
+  const checkpointMs = settings.p6Checkpoint ? performance.now() - checkpointStarted : undefined;
+  await sleep(1_000);
+  const loadCheckpoint = settings.p6Checkpoint
+    ? summarize(within(loop.samples, checkpointStarted, performance.now()))
+    : undefined;
+  log(
+    `P6 [${label}]: loaded in ${(expired.ms / 1000).toFixed(1)} s, vacuum analyze ${(vacuumMs / 1000).toFixed(1)} s, ` +
+      `${checkpointMs === undefined ? 'no checkpoint' : `checkpoint ${(checkpointMs / 1000).toFixed(1)} s`}` +
+      `${loadCheckpoint ? ` (claims during it and 1 s more: ${formatSummary(loadCheckpoint)})` : ''}; batch plan: ${plan}`,
+  );
+
+  const limitSeconds = withIndex ? undefined : settings.p6NoIndexSeconds;
+  const cleaner = await startCleanupProcess(context.databaseUrl, variant);
+  let cleanup: CleanupOutcome | undefined;
   let baselineFrom = 0;
   let walBefore = 0;
   let walBytes = Number.NaN;
@@ -188,6 +197,7 @@ async function cleanupRun(
     loadMs: expired.ms,
     vacuumMs,
     checkpointMs,
+    loadCheckpoint,
     cleanup,
     limitSeconds,
     walBytes,
