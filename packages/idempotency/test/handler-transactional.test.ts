@@ -23,6 +23,7 @@ import {
   uniqueTableName,
   waitUntil,
 } from './support/db.ts';
+import { caught, watchSettled } from './support/promises.ts';
 
 type PrismaStore = ReturnType<typeof createPrismaIdempotencyStore<Database>>;
 let db: Database;
@@ -51,15 +52,6 @@ function newRequest(): IdempotentRequest {
     key: randomUUID(),
     fingerprint: fingerprintRequest('tx.op', { n: 1 }),
   };
-}
-
-async function caught(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (error: unknown) => error,
-  );
 }
 
 /** The store, with `beforeRecord` run in place of (or before) the request's second transaction: the error's record. */
@@ -259,18 +251,13 @@ describe('a duplicate is answered when its claim returns, not when its transacti
     expect(watch.ended).toBe(0);
 
     // Control: through the same held transactions, a first execution has no answer until its COMMIT.
-    let answered = false;
-    const first = handleTransactional(holding, options, newRequest(), async () => ({
-      result: 2,
-      response: output('2'),
-    })).then((handled) => {
-      answered = true;
-      return handled;
-    });
+    const first = watchSettled(
+      handleTransactional(holding, options, newRequest(), async () => ({ result: 2, response: output('2') })),
+    );
     await sleep(200);
-    expect(answered).toBe(false);
+    expect(first.settled()).toBe(false);
     release.resolve();
-    expect(await first).toEqual({ kind: 'executed', result: 2 });
+    expect(await first.promise).toEqual({ kind: 'executed', result: 2 });
     await waitUntil(() => watch.ended === 4);
   });
 
@@ -280,18 +267,16 @@ describe('a duplicate is answered when its claim returns, not when its transacti
     const oneConnection: PrismaStore = { ...holding, answersDuplicatesAtClaim: false };
     const request = newRequest();
     await handleTransactional(store, options, request, async () => ({ result: 1, response: output('1') }));
-    let answered = false;
-    const replay = handleTransactional(oneConnection, options, request, async () => ({
-      result: 2,
-      response: output('2'),
-    })).then((handled) => {
-      answered = true;
-      return handled;
-    });
+    const replay = watchSettled(
+      handleTransactional(oneConnection, options, request, async () => ({
+        result: 2,
+        response: output('2'),
+      })),
+    );
     await sleep(200);
-    expect(answered).toBe(false);
+    expect(replay.settled()).toBe(false);
     release.resolve();
-    expect(await replay).toEqual({ kind: 'replayed', response: output('1') });
+    expect(await replay.promise).toEqual({ kind: 'replayed', response: output('1') });
     expect(watch.ended).toBe(1);
   });
 

@@ -16,6 +16,7 @@ import {
 } from '../src/index.ts';
 import { createPrismaIdempotencyStore } from '../src/prisma/index.ts';
 import { connectWithOwnTable, deferred, uniqueScope, waitUntil } from './support/db.ts';
+import { caught } from './support/promises.ts';
 
 let db: Database;
 let store: ReturnType<typeof createPrismaIdempotencyStore<Database>>;
@@ -37,15 +38,6 @@ function newRequest(): IdempotentRequest {
     key: randomUUID(),
     fingerprint: fingerprintRequest('core.op', { n: 1 }),
   };
-}
-
-async function caught(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (error: unknown) => error,
-  );
 }
 
 describe('handleExternal', () => {

@@ -12,6 +12,7 @@ import { handleExternal, handleTransactional } from '../src/core/handler.ts';
 import { type ClaimRequest, fingerprintRequest, type RecordKey, type StoredResponse } from '../src/index.ts';
 import { createPrismaIdempotencyStore, idempotencyKeysSchema } from '../src/prisma/index.ts';
 import { connectWithOwnTable, deferred, sleep, uniqueScope, uniqueTableName } from './support/db.ts';
+import { caught } from './support/promises.ts';
 
 let db: Database;
 let store: ReturnType<typeof createPrismaIdempotencyStore<Database>>;
@@ -43,15 +44,6 @@ function claimRequest(overrides: Partial<ClaimRequest> = {}): ClaimRequest {
     retentionSeconds: 3_600,
     ...overrides,
   };
-}
-
-async function caught(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (error: unknown) => error,
-  );
 }
 
 async function httpStatusOfRow(

@@ -18,6 +18,7 @@ import {
 } from '../src/index.ts';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../src/prisma/index.ts';
 import { connectWithOwnTable, deferred, sleep, uniqueScope } from './support/db.ts';
+import { caught, watchSettled } from './support/promises.ts';
 
 type Store = IdempotencyStore<PrismaTransactionLike<Database>>;
 const POOL = 3;
@@ -54,15 +55,6 @@ function procedure(body: string, gate: Promise<void> = Promise.resolve()) {
   return { run, counter };
 }
 
-async function caught(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (error: unknown) => error,
-  );
-}
-
 describe('duplicates of a request running in this process', () => {
   it('wait without a connection: another request still gets one while the first holds its transaction (control: each duplicate on its own store object, the pool runs dry)', async () => {
     for (const control of [false, true]) {
@@ -77,25 +69,19 @@ describe('duplicates of a request running in this process', () => {
         handleTransactional(control ? { ...store } : store, options, request, first.run),
       );
       await sleep(100);
-      let otherDone = false;
-      const other = handleTransactional(store, options, newRequest(), procedure('other').run).then(
-        (handled) => {
-          otherDone = true;
-          return handled;
-        },
-      );
+      const other = watchSettled(handleTransactional(store, options, newRequest(), procedure('other').run));
       if (control) {
         // The duplicates hold the pool's other connections, waiting on the first one's row.
         await sleep(500);
-        expect(otherDone).toBe(false);
+        expect(other.settled()).toBe(false);
       } else {
-        expect(await other).toEqual({ kind: 'executed', result: 'other' });
+        expect(await other.promise).toEqual({ kind: 'executed', result: 'other' });
       }
       gate.resolve();
       expect(await running).toEqual({ kind: 'executed', result: 'first' });
       for (const duplicate of await Promise.all(duplicates))
         expect(duplicate).toEqual({ kind: 'replayed', response: output('"first"') });
-      expect(await other).toEqual({ kind: 'executed', result: 'other' });
+      expect(await other.promise).toEqual({ kind: 'executed', result: 'other' });
       expect(first.counter.runs).toBe(1);
     }
   });

@@ -150,21 +150,16 @@ async function handleInDatabase<TTx, TResult>(
     // A failed read decides nothing: the transaction answers.
     () => NEVER,
   );
-  const transaction = runTransactional(
-    store,
-    options,
-    request,
-    run,
-    hooks,
-    () => {
+  const transaction = runTransactional(store, options, request, run, hooks, {
+    claimDecides: () => {
       if (decidedBy === 'read') return false;
       decidedBy = 'claim';
       return true;
     },
-    () => decidedBy === 'read',
-    claimFoundHeld,
+    answeredByRead: () => decidedBy === 'read',
+    foundHeld: claimFoundHeld,
     committed,
-  );
+  });
   // When the read or the claim has answered, what ends the transaction afterwards (even a failure) is nobody's
   // answer; until then its failure is the request's (the race below rejects with it).
   transaction.catch(() => {});
@@ -190,23 +185,26 @@ type Answer<TResult> = { record: IdempotencyRecord } | { handled: HandledRequest
 /** A completed read that found nothing to replay: it never answers, and the race waits for the others. */
 const NEVER = new Promise<never>(() => {});
 
-/**
- * The transaction of `handleTransactional`. `claimDecides()` is asked as soon as the claim returns: false when
- * the completed read already answered this request, and then nothing else happens (rolled back);
- * `answeredByRead()` is asked before the claim is sent, so a replay answered while BEGIN was on its way costs
- * no claim. `foundHeld(record)` is told when the claim found the key held: that record is the answer, and the
- * transaction, which wrote nothing, then just ends.
- */
+/** What the transaction of `handleTransactional` tells it, and asks it, on the way. */
+interface TransactionSignals {
+  /** Asked as soon as the claim returns: false when the completed read already answered (then rolled back). */
+  claimDecides(): boolean;
+  /** Asked before the claim is sent: a replay the read answered while BEGIN was on its way costs no claim. */
+  answeredByRead(): boolean;
+  /** The claim found the key held: that record is the answer; the transaction, which wrote nothing, just ends. */
+  foundHeld(record: IdempotencyRecord): void;
+  /** The response this request committed as the key's, once it has. */
+  committed(response: StoredResponse): void;
+}
+
+/** The transaction of `handleTransactional`. */
 async function runTransactional<TTx, TResult>(
   store: IdempotencyStore<TTx>,
   options: ResolvedOptions,
   request: IdempotentRequest,
   run: (tx: TTx) => Promise<RunOutcome<TResult>>,
   hooks: FaultHooks,
-  claimDecides: () => boolean,
-  answeredByRead: () => boolean,
-  foundHeld: (record: IdempotencyRecord) => void,
-  committed: (response: StoredResponse) => void,
+  { claimDecides, answeredByRead, foundHeld, committed }: TransactionSignals,
 ): Promise<HandledRequest<TResult>> {
   const owner = randomUUID();
   const transactionOptions = {

@@ -51,6 +51,14 @@ export interface RecordKey {
   key: string;
 }
 
+/**
+ * One string per key, for in-process maps: the three parts as a JSON array, so no separator a scope or key could
+ * contain can make two keys one.
+ */
+export function recordKeyId(key: RecordKey): string {
+  return JSON.stringify([key.scope, key.procedure, key.key]);
+}
+
 export interface IdempotencyRecord extends RecordKey {
   fingerprint: string;
   state: RecordState;

@@ -6,7 +6,7 @@
  * arrive meanwhile add to a tally that the next statement carries. The counts stay exact; as before, a count
  * whose statement fails is lost (statistics only), and the request never waits for any of it.
  */
-import type { RecordKey } from './record.ts';
+import { type RecordKey, recordKeyId } from './record.ts';
 import type { IdempotencyStore } from './store.ts';
 
 interface Tally {
@@ -24,8 +24,7 @@ export function countReplay(store: Pick<IdempotencyStore<unknown>, 'countReplay'
     inFlight = new Map();
     inFlightByStore.set(store, inFlight);
   }
-  // The three parts as a JSON array: no separator a scope or key could contain can make two keys one.
-  const id = JSON.stringify([key.scope, key.procedure, key.key]);
+  const id = recordKeyId(key);
   const tally = inFlight.get(id);
   if (tally) tally.waiting += 1;
   else send(store, inFlight, id, { scope: key.scope, procedure: key.procedure, key: key.key }, 1);

@@ -8,7 +8,7 @@
  * released or refused), the duplicate goes to the database like any request, and the unique index decides.
  */
 import type { IdempotentRequest } from './handler.ts';
-import type { StoredResponse } from './record.ts';
+import { recordKeyId, type StoredResponse } from './record.ts';
 
 interface Running {
   fingerprint: string;
@@ -35,8 +35,7 @@ export function arrive(store: object, request: IdempotentRequest): Arrival {
     running = new Map();
     runningByStore.set(store, running);
   }
-  // The three parts as a JSON array: no separator a scope or key could contain can make two keys one.
-  const id = JSON.stringify([request.scope, request.procedure, request.key]);
+  const id = recordKeyId(request);
   const current = running.get(id);
   if (current) {
     if (current.fingerprint === request.fingerprint) return { first: false, answer: current.answer };
