@@ -143,6 +143,35 @@ describe('CONTROL: a check-then-write claim (find, then insert)', () => {
     );
     expect(found?.effects).toBeGreaterThanOrEqual(2);
   });
+
+  it('an unfenced completion (whoever holds the key now) is found completing a key taken over', async () => {
+    const details = await fc.check(
+      fc.asyncProperty(fc.scheduler(), raceScenario(), async (s, scenario) => {
+        const backend = memoryBackend(s, 'external');
+        const memory = backend.store;
+        backend.store = {
+          ...memory,
+          async complete(key, _owner, response, tx) {
+            const holder = (await memory.find(key))?.leaseOwner;
+            return holder ? memory.complete(key, holder, response, tx) : false;
+          },
+        };
+        const { violations } = await runRace(
+          s,
+          { ...scenario, leaseExpires: true },
+          backend,
+          'external',
+          options,
+        );
+        return !violations.some((violation) =>
+          violation.endsWith('completed after its lease was taken over'),
+        );
+      }),
+      { numRuns: MEMORY_RUNS, seed: SEED },
+    );
+    console.log(`[properties] fencing control: counterexample found after ${details.numRuns} runs`);
+    expect(details.failed).toBe(true);
+  });
 });
 
 describe('real Prisma store (scheduled awaits around real statements)', () => {

@@ -145,12 +145,23 @@ export async function runRace<TTx>(
   const stored = log.completes.filter((complete) => complete.stored);
   if (mode === 'external' && stored.length > 1)
     violations.push(`${stored.length} completions stored: ${stored.map((c) => c.who).join(', ')}`);
-  // A completion is stored only by the key's current owner: the last successful claim before it.
+  // A completion is stored only by the key's current owner: no other owner's claim ran between the owner's own
+  // claim and the completion. "Ran between" only where the log is certain of it (sent after the owner's claim was
+  // answered, answered before the completion was sent): a takeover whose answer merely arrived late ran earlier.
   for (const complete of stored) {
-    const owner = log.claims
-      .filter((claim) => claim.result.claimed && claim.seq < complete.seq)
-      .at(-1)?.owner;
-    if (owner !== complete.owner) violations.push(`${complete.who} completed after its lease was taken over`);
+    const ownClaim = log.claims
+      .filter((claim) => claim.result.claimed && claim.owner === complete.owner)
+      .at(-1);
+    const takenOver = log.claims.some(
+      (claim) =>
+        claim.result.claimed &&
+        claim.owner !== complete.owner &&
+        ownClaim !== undefined &&
+        claim.sent > ownClaim.answered &&
+        claim.answered < complete.sent,
+    );
+    if (!ownClaim) violations.push(`${complete.who} completed a key it never claimed`);
+    else if (takenOver) violations.push(`${complete.who} completed after its lease was taken over`);
   }
   for (const fenced of log.completes.filter((complete) => !complete.stored)) {
     const answer = seen.find((entry) => entry.who === fenced.who);

@@ -5,11 +5,16 @@
 import type fc from 'fast-check';
 import type { ClaimResult, IdempotencyStore } from '../../src/index.ts';
 
-/** Claims and completions in the order the store executed them (`seq`). */
+/**
+ * Claims and completions with the moments they were sent (`sent`) and answered (`answered`), on one counter.
+ * On a real database the order of the answers is not the order the statements ran: a statement may commit
+ * first and be answered last (its thread waits for the log flush, or is descheduled). Only "answered before the
+ * other was sent" is certain.
+ */
 export interface CallLog {
   seq: number;
-  claims: Array<{ seq: number; who: string; owner: string; result: ClaimResult }>;
-  completes: Array<{ seq: number; who: string; owner: string; stored: boolean }>;
+  claims: Array<{ sent: number; answered: number; who: string; owner: string; result: ClaimResult }>;
+  completes: Array<{ sent: number; answered: number; who: string; owner: string; stored: boolean }>;
 }
 
 export function newCallLog(): CallLog {
@@ -27,14 +32,16 @@ export function scheduledStore<TTx>(
   return {
     async claim(request, tx) {
       await point('claim');
+      const sent = log.seq++;
       const result = await inner.claim(request, tx);
-      log.claims.push({ seq: log.seq++, who, owner: request.owner, result });
+      log.claims.push({ sent, answered: log.seq++, who, owner: request.owner, result });
       return result;
     },
     async complete(key, owner, response, tx) {
       await point('complete');
+      const sent = log.seq++;
       const stored = await inner.complete(key, owner, response, tx);
-      log.completes.push({ seq: log.seq++, who, owner, stored });
+      log.completes.push({ sent, answered: log.seq++, who, owner, stored });
       return stored;
     },
     async release(key, owner) {
