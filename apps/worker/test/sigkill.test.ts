@@ -131,7 +131,9 @@ function report(name: string, result: Awaited<ReturnType<typeof sigkillRun>>) {
   );
 }
 
-describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process', () => {
+// Each run starts two worker processes (tsx compiles the worker on each start: ~3 s each with four runs at once on
+// a quiet 2-core machine, over 10 s while the rest of the suite loads it), so the default 30 s is too tight.
+describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process', { timeout: 90_000 }, () => {
   it('killed after the shipment, before the receipt → exactly one shipment and one receipt', async () => {
     const result = await sigkillRun({ killAfter: 'shipment', dedupe: true, expectReceipts: 1 });
     report('kill after shipment, dedupe on', result);
