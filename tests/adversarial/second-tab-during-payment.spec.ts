@@ -23,11 +23,15 @@ test.afterEach(async () => {
   await resetProviderKnobs();
 });
 
-/** Tab 1 pays with a slow provider; returns tab 2, opened on the checkout while that payment is in flight. */
+/**
+ * Tab 1 pays with a slow provider; returns tab 2, opened on the checkout while that payment is in flight. The
+ * default latency leaves tab 2 time to load on a slow machine (6 s was not always enough: the payment settled
+ * first) and stays under the payments client's 10 s timeout (a timed-out charge would be another scenario).
+ */
 async function openSecondTabMidPayment(
   page: Page,
   context: BrowserContext,
-  { withoutAliveMark = false, latencyMs = 6_000 } = {},
+  { withoutAliveMark = false, latencyMs = 9_000 } = {},
 ) {
   await readyToPay(page);
   await setProviderKnobs({ latencyMs });
@@ -55,10 +59,14 @@ test('CONTROL: without the in-flight mark, the second tab offers "Start a new pu
   page,
   context,
 }) => {
+  // The provider answers the second tab's payment at once, so it is decided while the first is still in flight
+  // (with both slow, a second tab slow to load could start paying after the first had settled).
   const second = await openSecondTabMidPayment(page, context, { withoutAliveMark: true });
   await expect(second.getByTestId('payment-in-doubt')).toBeVisible();
   await second.getByRole('button', { name: 'Start a new purchase' }).click();
   await second.getByLabel('Email for the receipt').fill('shopper@example.com');
+  await resetProviderKnobs();
+  await expect(page.getByTestId('payment-status')).toHaveText('sending');
   await payButton(second).click();
 
   const [first, other] = await Promise.all([expectConfirmation(page), expectConfirmation(second)]);
