@@ -170,10 +170,11 @@ async function handleInDatabase<TTx, TResult>(
   ]);
   // The claim found the key held: its record is the answer, now or (a store that cannot answer before the
   // transaction ends) once the transaction has rolled back.
-  const record = 'record' in answer ? answer.record : heldRecord;
-  const handled: HandledRequest<TResult> = record
-    ? { kind: 'replayed', response: storedResponseOf(record, request, options) }
-    : (answer as { handled: HandledRequest<TResult> }).handled;
+  const decided: Answer<TResult> = 'handled' in answer && heldRecord ? { record: heldRecord } : answer;
+  const handled: HandledRequest<TResult> =
+    'record' in decided
+      ? { kind: 'replayed', response: storedResponseOf(decided.record, request, options) }
+      : decided.handled;
   if (handled.kind === 'replayed') countReplay(store, request);
   else await hooks.afterComplete?.();
   return handled;

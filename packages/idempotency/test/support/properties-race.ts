@@ -152,16 +152,18 @@ export async function runRace<TTx>(
     const ownClaim = log.claims
       .filter((claim) => claim.result.claimed && claim.owner === complete.owner)
       .at(-1);
+    if (!ownClaim) {
+      violations.push(`${complete.who} completed a key it never claimed`);
+      continue;
+    }
     const takenOver = log.claims.some(
       (claim) =>
         claim.result.claimed &&
         claim.owner !== complete.owner &&
-        ownClaim !== undefined &&
         claim.sent > ownClaim.answered &&
         claim.answered < complete.sent,
     );
-    if (!ownClaim) violations.push(`${complete.who} completed a key it never claimed`);
-    else if (takenOver) violations.push(`${complete.who} completed after its lease was taken over`);
+    if (takenOver) violations.push(`${complete.who} completed after its lease was taken over`);
   }
   for (const fenced of log.completes.filter((complete) => !complete.stored)) {
     const answer = seen.find((entry) => entry.who === fenced.who);
