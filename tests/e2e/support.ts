@@ -15,6 +15,7 @@ export async function chargesForOrder(orderId: string): Promise<Array<{ status: 
 /** Arms the provider's fault knobs (enabled only in the e2e stack). */
 export async function setProviderKnobs(knobs: {
   latencyMs?: number;
+  chargeHold?: boolean;
   failNext?: number;
   dropResponseNext?: number;
   webhookHold?: boolean;
@@ -28,8 +29,29 @@ export async function setProviderKnobs(knobs: {
   expect(response.ok).toBe(true);
 }
 
+/** Resets every knob and lets go of any charge response still held. */
 export async function resetProviderKnobs() {
   await fetch(`${providerUrl}/__knobs`, { method: 'DELETE' });
+}
+
+/**
+ * Keeps payments in flight for as long as the test needs: every charge response waits at the provider (after the
+ * charge has committed) until `releaseCharges()`. Pair with `chargesHeld(n)` to know the charge got there.
+ */
+export async function holdCharges() {
+  await setProviderKnobs({ chargeHold: true });
+}
+
+/** Resolves once at least `count` charge responses are held at the provider (fails after 30 s). */
+export async function chargesHeld(count = 1) {
+  const response = await fetch(`${providerUrl}/__charges/held?atLeast=${count}&timeoutMs=30000`);
+  expect(response.status, `${count} charge(s) held at the provider`).toBe(200);
+}
+
+/** Lets every held charge response go and turns the hold off. */
+export async function releaseCharges() {
+  const response = await fetch(`${providerUrl}/__charges/release`, { method: 'POST' });
+  expect(response.ok).toBe(true);
 }
 
 export async function addToCart(page: Page, productName: string) {

@@ -87,6 +87,14 @@ export function createRequestListener(deps: AppDeps): RequestListener {
         const data = await listEvents(deps.pool, { limit: 1000, ...(charge === null ? {} : { charge }) });
         return json(200, { object: 'list', data });
       }
+      if (path === '/__charges/held') {
+        if (method !== 'GET') throw methodNotAllowed(method, path, ['GET']);
+        return heldChargesRoute(url, deps.knobs);
+      }
+      if (path === '/__charges/release') {
+        if (method !== 'POST') throw methodNotAllowed(method, path, ['POST']);
+        return json(200, { released: deps.knobs.charges.release() });
+      }
       if (path === '/__webhooks/flush') {
         if (method !== 'POST') throw methodNotAllowed(method, path, ['POST']);
         return flushRoute(req, deps.webhooks);
@@ -192,10 +200,11 @@ export function createRequestListener(deps: AppDeps): RequestListener {
       reply = errorReply(err, `${method} ${url.pathname}`, deps.log);
     }
 
-    // Latency is added after the work has committed: the classic "charged, but the response was late" case.
+    // Latency and the hold apply after the work has committed: the classic "charged, but the response was late".
     if (deps.knobs !== undefined && method === 'POST' && url.pathname === '/v1/charges') {
       const delay = deps.knobs.latencyMs;
       if (delay > 0) await sleep(delay);
+      await deps.knobs.charges.pass();
     }
 
     if (reply.drop) {
@@ -238,6 +247,29 @@ async function knobsRoute(req: IncomingMessage, method: string, path: string, kn
     return json(200, knobs.set(result.data));
   }
   throw methodNotAllowed(method, path, ['GET', 'POST', 'DELETE']);
+}
+
+const HELD_WAIT_MAX_MS = 60_000;
+
+/**
+ * `GET /__charges/held?atLeast=N[&timeoutMs=T]`: answers once at least N charge responses are held (200
+ * `{ held }`), or 408 `{ held }` after T ms (default and maximum 60 s). Without atLeast it answers at once.
+ */
+async function heldChargesRoute(url: URL, knobs: Knobs): Promise<Reply> {
+  const atLeast = integerParam(url, 'atLeast', 0, 1_000);
+  const timeoutMs = integerParam(url, 'timeoutMs', HELD_WAIT_MAX_MS, HELD_WAIT_MAX_MS);
+  const reached = await knobs.charges.whenHeld(atLeast, timeoutMs);
+  return json(reached ? 200 : 408, { held: knobs.charges.held });
+}
+
+function integerParam(url: URL, name: string, fallback: number, max: number): number {
+  const raw = url.searchParams.get(name);
+  if (raw === null) return fallback;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value > max) {
+    throw invalidRequest(`Invalid ${name}: must be an integer from 0 to ${max}.`, { param: name });
+  }
+  return value;
 }
 
 const FlushSchema = z.strictObject({ order: z.enum(['forward', 'reverse']).default('forward') });

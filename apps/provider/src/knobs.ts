@@ -4,10 +4,13 @@
  * process it started.
  */
 import { z } from 'zod';
+import { ChargeHold } from './charge-hold.ts';
 
 export interface KnobState {
   /** Added before every POST /v1/charges response is written (after the charge has committed). */
   latencyMs: number;
+  /** Every POST /v1/charges response waits (after the charge has committed) until POST /__charges/release. */
+  chargeHold: boolean;
   /** The next N valid charge calls return 500 without charging or claiming their idempotency key. */
   failNext: number;
   /** The next N valid charge calls run (and commit) normally, then the socket is destroyed without a response. */
@@ -24,6 +27,7 @@ const count = z.number().int().min(0).max(1_000_000).optional();
 
 export const KnobUpdateSchema = z.strictObject({
   latencyMs: z.number().int().min(0).max(120_000).optional(),
+  chargeHold: z.boolean().optional(),
   failNext: count,
   dropResponseNext: count,
   webhookDuplicates: z.number().int().min(0).max(100).optional(),
@@ -33,7 +37,7 @@ export const KnobUpdateSchema = z.strictObject({
 
 export type KnobUpdate = z.infer<typeof KnobUpdateSchema>;
 
-const DEFAULTS: KnobState = {
+const DEFAULTS: Omit<KnobState, 'chargeHold'> = {
   latencyMs: 0,
   failNext: 0,
   dropResponseNext: 0,
@@ -43,15 +47,19 @@ const DEFAULTS: KnobState = {
 };
 
 export class Knobs {
-  #state: KnobState = { ...DEFAULTS };
+  #state = { ...DEFAULTS };
+  /** The chargeHold knob: a gate with waiters rather than a plain value. */
+  readonly charges = new ChargeHold();
 
   snapshot(): KnobState {
-    return { ...this.#state };
+    return { ...this.#state, chargeHold: this.charges.on };
   }
 
-  /** Partial update: fields left out keep their current value. */
+  /** Partial update: fields left out keep their current value. Turning chargeHold off releases what it held. */
   set(update: KnobUpdate): KnobState {
     const state = this.#state;
+    if (update.chargeHold === true) this.charges.hold();
+    if (update.chargeHold === false) this.charges.release();
     this.#state = {
       latencyMs: update.latencyMs ?? state.latencyMs,
       failNext: update.failNext ?? state.failNext,
@@ -63,8 +71,10 @@ export class Knobs {
     return this.snapshot();
   }
 
+  /** Back to the defaults; held charge responses are released. */
   reset(): KnobState {
     this.#state = { ...DEFAULTS };
+    this.charges.release();
     return this.snapshot();
   }
 

@@ -236,7 +236,12 @@ export class Cluster {
     return this.nodes.map((node) => node.url);
   }
 
-  async setProviderKnobs(update: { latencyMs?: number; failNext?: number; dropResponseNext?: number }) {
+  async setProviderKnobs(update: {
+    latencyMs?: number;
+    chargeHold?: boolean;
+    failNext?: number;
+    dropResponseNext?: number;
+  }) {
     const response = await fetch(`${this.provider.url}/__knobs`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -247,6 +252,23 @@ export class Cluster {
 
   async resetProviderKnobs() {
     await fetch(`${this.provider.url}/__knobs`, { method: 'DELETE' });
+  }
+
+  /** Every charge response waits at the provider (after its commit) until releaseCharges(): a payment in flight. */
+  async holdCharges() {
+    await this.setProviderKnobs({ chargeHold: true });
+  }
+
+  /** Resolves once at least `count` charge responses are held at the provider; throws after 30 s. */
+  async chargesHeld(count = 1) {
+    const response = await fetch(`${this.provider.url}/__charges/held?atLeast=${count}&timeoutMs=30000`);
+    if (response.status !== 200) throw new Error(`${count} charge(s) not held at the provider within 30 s`);
+  }
+
+  /** Lets every held charge response go and turns the hold off. */
+  async releaseCharges() {
+    const response = await fetch(`${this.provider.url}/__charges/release`, { method: 'POST' });
+    if (!response.ok) throw new Error(`provider release: ${response.status}`);
   }
 
   async close(): Promise<void> {
