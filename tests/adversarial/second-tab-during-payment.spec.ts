@@ -5,52 +5,49 @@
  * second order for the same cart. The fix: the paying tab keeps an `alive` mark in the record and the tabs hear
  * each other's writes (`storage` event); the new tab shows the payment in progress and offers no new purchase.
  *
+ * The first tab's payment stays in flight by gates the test opens, never by a latency: its request waits at
+ * the browser while the second tab loads (`holdPaymentInBrowser`: no server timer runs meanwhile), and where the
+ * server must be running it, its charge waits at the provider (`holdCharges`) until the test has seen what it
+ * needs.
+ *
  * CONTROL (injected from the test side): the second tab's localStorage reads drop the `alive` mark, i.e. the
  * store as it was before — and the attack succeeds: two orders, two charges.
  */
 import { type BrowserContext, expect, type Page, test } from '@playwright/test';
 import {
   chargesForOrder,
+  chargesHeld,
   expectConfirmation,
+  holdCharges,
+  holdPaymentInBrowser,
   ordersOfThisBrowser,
   payButton,
   readyToPay,
+  releaseCharges,
   resetProviderKnobs,
-  setProviderKnobs,
+  settledOrderOfThisBrowser,
 } from '../e2e/support.ts';
 
 /** The checkout's intent record in localStorage (its intent id is `checkout`). */
 const INTENT_STORAGE_KEY = 'idem:intent:checkout';
 
-/** Resolves on the next write of `storageKey` by another tab (the `storage` event). */
-async function nextWriteFromAnotherTab(page: Page, storageKey: string): Promise<void> {
-  await page.evaluate(
-    (name) =>
-      new Promise<void>((resolve) => {
-        const onStorage = (event: StorageEvent) => {
-          if (event.key !== name) return;
-          window.removeEventListener('storage', onStorage);
-          resolve();
-        };
-        window.addEventListener('storage', onStorage);
-      }),
-    storageKey,
-  );
-}
-
 test.afterEach(async () => {
   await resetProviderKnobs();
 });
 
-/** Tab 1 pays with a slow provider; returns tab 2, opened on the checkout while that payment is in flight. */
+/**
+ * Tab 1 pays; its request waits at the browser (`send()` lets it go). Returns tab 2, opened on the checkout
+ * while that payment is in flight.
+ */
 async function openSecondTabMidPayment(
   page: Page,
   context: BrowserContext,
-  { withoutAliveMark = false, latencyMs = 6_000 } = {},
+  { withoutAliveMark = false } = {},
 ) {
   await readyToPay(page);
-  await setProviderKnobs({ latencyMs });
+  const payment = await holdPaymentInBrowser(page);
   await payButton(page).click();
+  await payment.waiting;
   await expect(page.getByTestId('payment-status')).toHaveText('sending');
 
   const second = await context.newPage();
@@ -67,24 +64,59 @@ async function openSecondTabMidPayment(
     }, INTENT_STORAGE_KEY);
   }
   await second.goto('/checkout');
-  return second;
+  return { second, sendFirst: payment.send };
 }
+
+/** The placeOrder answer `page` gets next with HTTP status `status`. */
+const placeOrderAnswer = (page: Page, status: number) =>
+  page.waitForResponse(
+    (response) => response.url().includes('checkout.placeOrder') && response.status() === status,
+  );
 
 test('CONTROL: without the in-flight mark, the second tab offers "Start a new purchase" → two orders', async ({
   page,
   context,
 }) => {
-  const second = await openSecondTabMidPayment(page, context, { withoutAliveMark: true });
-  await expect(second.getByTestId('payment-in-doubt')).toBeVisible();
   // The paying tab refreshes its mark every 2 s by rewriting the record it read. A refresh that crosses the new
   // purchase writes the first intent back over it, and the second tab then pays with the first key (a replay of
-  // the first order, seen once in CI). Starting right after a refresh keeps the two 2 s apart.
-  await nextWriteFromAnotherTab(second, INTENT_STORAGE_KEY);
+  // the first order, seen once in CI). The store before the fix had no refresh at all, so the test switches it
+  // off around the new purchase: tab 1's writes of the record are dropped while `__freezeIntent` is set.
+  await page.addInitScript((intentStorageKey) => {
+    const setItem = Storage.prototype.setItem;
+    Storage.prototype.setItem = function (this: Storage, name: string, value: string) {
+      if (name === intentStorageKey && (window as { __freezeIntent?: boolean }).__freezeIntent) return;
+      setItem.call(this, name, value);
+    };
+  }, INTENT_STORAGE_KEY);
+  const { second, sendFirst } = await openSecondTabMidPayment(page, context, { withoutAliveMark: true });
+  await expect(second.getByTestId('payment-in-doubt')).toBeVisible();
+
+  const lastWrite = await page.evaluate((name) => {
+    (window as { __freezeIntent?: boolean }).__freezeIntent = true;
+    return localStorage.getItem(name);
+  }, INTENT_STORAGE_KEY);
+  // Tab 2 has tab 1's last write (read past the patched getItem), so nothing of tab 1's is still on its way.
+  await second.waitForFunction(
+    ([name, value]) => (localStorage as unknown as Record<string, string | undefined>)[name ?? ''] === value,
+    [INTENT_STORAGE_KEY, lastWrite],
+  );
   await second.getByRole('button', { name: 'Start a new purchase' }).click();
+  // Tab 1 sees the new key; from then on its refresh leaves a record of another key alone.
+  const firstKey = JSON.parse(lastWrite ?? 'null')?.key;
+  await page.waitForFunction(
+    ([name, key]) => JSON.parse(localStorage.getItem(name ?? '') ?? 'null')?.key !== key,
+    [INTENT_STORAGE_KEY, firstKey],
+  );
+  await page.evaluate(() => {
+    (window as { __freezeIntent?: boolean }).__freezeIntent = false;
+  });
+
   await second.getByLabel('Email for the receipt').fill('shopper@example.com');
   await payButton(second).click();
-
-  const [first, other] = await Promise.all([expectConfirmation(page), expectConfirmation(second)]);
+  const other = await expectConfirmation(second);
+  // The first payment was still waiting all along; now it goes through too.
+  sendFirst();
+  const first = await expectConfirmation(page);
   expect(other).not.toBe(first);
   const orders = await ordersOfThisBrowser(context);
   expect(orders).toHaveLength(2);
@@ -95,12 +127,13 @@ test('PROTECTED: the second tab shows the payment in progress, offers no new pur
   page,
   context,
 }) => {
-  const second = await openSecondTabMidPayment(page, context);
+  const { second, sendFirst } = await openSecondTabMidPayment(page, context);
   await expect(second.getByTestId('payment-in-other-tab')).toBeVisible();
   await expect(second.getByTestId('payment-status')).toHaveText('in-other-tab');
   await expect(second.getByTestId('payment-in-doubt')).toHaveCount(0);
   await expect(second.getByRole('button', { name: 'Start a new purchase' })).toHaveCount(0);
 
+  sendFirst();
   const orderId = await expectConfirmation(page);
   // The first tab's outcome reaches the second: the intent is settled and its cart emptied.
   await expect(second.getByTestId('payment-in-other-tab')).toHaveCount(0);
@@ -113,11 +146,20 @@ test('PROTECTED: paying in the second tab meanwhile joins the same payment (same
   page,
   context,
 }) => {
-  // Short enough for the second tab's 409 retries (Retry-After: 1, five attempts) to outlast it.
-  const second = await openSecondTabMidPayment(page, context, { latencyMs: 2_500 });
+  const { second, sendFirst } = await openSecondTabMidPayment(page, context);
   await expect(second.getByTestId('payment-in-other-tab')).toBeVisible();
   await second.getByLabel('Email for the receipt').fill('shopper@example.com');
+
+  // Tab 1's payment goes to the server and is held there, charging, while tab 2 pays.
+  await holdCharges();
+  sendFirst();
+  await chargesHeld(1);
+  const conflict = placeOrderAnswer(second, 409);
   await payButton(second).click();
+  // Tab 2's attempt found tab 1's in flight under the same key (409: wait and ask again)…
+  await conflict;
+  // …and once that one is answered, tab 2's next attempt gets its answer.
+  await releaseCharges();
 
   const [first, other] = await Promise.all([expectConfirmation(page), expectConfirmation(second)]);
   expect(other).toBe(first);
@@ -129,22 +171,21 @@ test('a paying tab that closes mid-payment: the other tab shows the payment in d
   page,
   context,
 }) => {
-  // Short enough for the check's 409 retries (Retry-After: 1, five attempts) to see the payment finish.
-  const second = await openSecondTabMidPayment(page, context, { latencyMs: 2_500 });
+  const { second, sendFirst } = await openSecondTabMidPayment(page, context);
   await expect(second.getByTestId('payment-in-other-tab')).toBeVisible();
+  // Tab 1's payment reaches the server, which is charging it when the tab closes.
+  await holdCharges();
+  sendFirst();
+  await chargesHeld(1);
   await page.close();
-  // The closing tab removes its mark: the payment is now in doubt here, and checking re-sends the same key.
+  // The server finishes the closed tab's payment on its own.
+  await releaseCharges();
+  // The closing tab removed its mark: the payment is now in doubt here, and checking re-sends the same key.
   await expect(second.getByTestId('payment-in-doubt')).toBeVisible();
-  // The server finishes the closed tab's payment on its own; checking then replays it.
-  await expect.poll(() => ordersOfThisBrowser(context), { timeout: 15_000 }).toHaveLength(1);
-  const [placed] = await ordersOfThisBrowser(context);
-  await expect
-    .poll(async () => (await chargesForOrder(placed ?? '')).map((charge) => charge.status), {
-      timeout: 15_000,
-    })
-    .toEqual(['succeeded']);
+  const placed = await settledOrderOfThisBrowser(context);
   await second.getByRole('button', { name: 'Check payment status' }).click();
   const orderId = await expectConfirmation(second);
+  expect(orderId).toBe(placed);
   expect(await ordersOfThisBrowser(context)).toEqual([orderId]);
   expect(await chargesForOrder(orderId)).toEqual([expect.objectContaining({ status: 'succeeded' })]);
 });

@@ -1,4 +1,5 @@
 import { type BrowserContext, expect, type Page } from '@playwright/test';
+import pg from 'pg';
 
 export const providerUrl = `http://127.0.0.1:${process.env.E2E_PROVIDER_PORT ?? 4100}`;
 // Generated per run by playwright.config.ts and given to the stack (a production build refuses the demo key).
@@ -54,6 +55,45 @@ export async function releaseCharges() {
   expect(response.ok).toBe(true);
 }
 
+/**
+ * Keeps `page`'s payment in flight at the browser: its placeOrder requests wait there, unsent, until `send()`.
+ * For a test that needs the paying tab to be waiting for its answer while it does something slow (open and load
+ * another tab, run axe): the server has not seen the request, so no server-side timeout runs meanwhile (a charge
+ * held at the provider is given up by the web app after 10 s). `waiting` resolves once a request is held.
+ */
+export async function holdPaymentInBrowser(
+  page: Page,
+): Promise<{ waiting: Promise<void>; send: () => void }> {
+  let send = () => {};
+  const sent = new Promise<void>((resolve) => {
+    send = resolve;
+  });
+  let reached = () => {};
+  const waiting = new Promise<void>((resolve) => {
+    reached = resolve;
+  });
+  await page.route('**/api/trpc/checkout.placeOrder**', async (route) => {
+    reached();
+    await sent;
+    // The page may have been closed meanwhile: its request then never leaves.
+    await route.continue().catch(() => undefined);
+  });
+  return { waiting, send };
+}
+
+/**
+ * Pays, and reloads while the server is charging: the charge is held at the provider until the old page is gone
+ * (its request aborted with it), then released, so the server finishes the attempt with no tab waiting for the
+ * answer. The reloaded page finds the attempt in doubt.
+ */
+export async function reloadMidPayment(page: Page) {
+  await holdCharges();
+  await payButton(page).click();
+  await chargesHeld(1);
+  await page.reload({ waitUntil: 'commit' });
+  await releaseCharges();
+}
+
 export async function addToCart(page: Page, productName: string) {
   await page.getByRole('button', { name: `Add ${productName} to cart` }).click();
 }
@@ -78,19 +118,48 @@ export async function expectConfirmation(page: Page): Promise<string> {
   return orderId;
 }
 
-/** The orders this browser's guest session owns, read from its order history in another tab. */
-export async function ordersOfThisBrowser(context: BrowserContext): Promise<string[]> {
+/** The orders this browser's guest session owns, newest first, with the status its order history shows. */
+export async function orderStatusesOfThisBrowser(
+  context: BrowserContext,
+): Promise<Array<{ id: string; status: string }>> {
   const page = await context.newPage();
   try {
     await page.goto('/orders');
     await expect(page.getByRole('heading', { name: 'Your orders' })).toBeVisible();
-    const links = await page.getByTestId('order-row').getByRole('link').all();
-    const ids: string[] = [];
-    for (const link of links) ids.push(((await link.getAttribute('href')) ?? '').replace('/orders/', ''));
-    return ids;
+    const rows = await page.getByTestId('order-row').all();
+    const orders: Array<{ id: string; status: string }> = [];
+    for (const row of rows) {
+      const id = ((await row.getByRole('link').getAttribute('href')) ?? '').replace('/orders/', '');
+      const status = ((await row.getByTestId('order-status').textContent()) ?? '').trim();
+      orders.push({ id, status });
+    }
+    return orders;
   } finally {
     await page.close();
   }
+}
+
+/** The orders this browser's guest session owns, read from its order history in another tab. */
+export async function ordersOfThisBrowser(context: BrowserContext): Promise<string[]> {
+  return (await orderStatusesOfThisBrowser(context)).map((order) => order.id);
+}
+
+/**
+ * Waits for the server to settle this browser's one order on its own (its charge released, no tab waiting for
+ * the answer): it shows Paid, or Shipped once the webhook and the worker got to it. Returns its id.
+ */
+export async function settledOrderOfThisBrowser(context: BrowserContext): Promise<string> {
+  let orders: Array<{ id: string; status: string }> = [];
+  await expect
+    .poll(
+      async () => {
+        orders = await orderStatusesOfThisBrowser(context);
+        return orders.map((order) => order.status);
+      },
+      { timeout: 20_000 },
+    )
+    .toEqual([expect.stringMatching(/^(Paid|Shipped)$/)]);
+  return orders[0]?.id ?? '';
 }
 
 /** Counts the placeOrder HTTP requests the page sends. */
@@ -102,12 +171,73 @@ export function countPlaceOrderRequests(page: Page): () => number {
   return () => count;
 }
 
-/** Sends the webhooks the provider held (`webhookHold`), in the given order. */
-export async function flushProviderWebhooks(order: 'forward' | 'reverse' = 'forward') {
+/**
+ * Sends the webhooks the provider held (`webhookHold`), in the given order, and returns each delivery's outcome.
+ * It returns once every delivery (and each of its `webhookDuplicates` copies) has been answered by the web app.
+ */
+export async function flushProviderWebhooks(
+  order: 'forward' | 'reverse' = 'forward',
+): Promise<Array<{ event: string; type: string; delivered: boolean; status: number | null }>> {
   const response = await fetch(`${providerUrl}/__webhooks/flush`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ order }),
   });
   expect(response.ok).toBe(true);
+  return (
+    (await response.json()) as {
+      data: Array<{ event: string; type: string; delivered: boolean; status: number | null }>;
+    }
+  ).data;
+}
+
+/**
+ * Runs `use` with a client on the stack's database (a scratch database the e2e stack made), found as the one
+ * holding `orderId`: on the embedded server at E2E_PG_PORT, or on DATABASE_URL's server when the stack was given
+ * one (other runs' scratch databases may be there too).
+ */
+export async function withStackDatabase<T>(
+  orderId: string,
+  use: (client: pg.Client) => Promise<T>,
+): Promise<T> {
+  const server = new URL(
+    process.env.DATABASE_URL ??
+      `postgresql://postgres:postgres@127.0.0.1:${process.env.E2E_PG_PORT ?? 54339}/postgres`,
+  );
+  server.pathname = '/postgres';
+  const admin = new pg.Client({ connectionString: server.toString() });
+  await admin.connect();
+  const { rows } = await admin
+    .query<{ datname: string }>(`select datname from pg_database where datname like 'idem\\_e2e\\_%'`)
+    .finally(() => admin.end());
+  for (const { datname } of rows) {
+    const url = new URL(server);
+    url.pathname = `/${datname}`;
+    const client = new pg.Client({ connectionString: url.toString() });
+    await client.connect();
+    try {
+      const found = await client
+        .query('select 1 from orders where id = $1', [orderId])
+        .catch(() => ({ rowCount: 0 }));
+      if (found.rowCount === 1) return await use(client);
+    } finally {
+      await client.end();
+    }
+  }
+  throw new Error(`no e2e database holds order ${orderId}`);
+}
+
+/**
+ * The states of the fulfilment jobs queued for `orderId` (pg-boss's `fulfilment` queue in the `pgboss` schema,
+ * as the stack's worker runs it), oldest first: `created`, `active`, `retry`, `completed`, `failed`, ….
+ */
+export async function fulfilmentJobStates(orderId: string): Promise<string[]> {
+  return withStackDatabase(orderId, async (client) => {
+    const { rows } = await client.query<{ state: string }>(
+      `select state::text from pgboss.job where name = 'fulfilment' and data->>'orderId' = $1
+       order by created_on, id`,
+      [orderId],
+    );
+    return rows.map((row) => row.state);
+  });
 }
