@@ -12,8 +12,9 @@ import {
   ordersOfThisBrowser,
   payButton,
   readyToPay,
+  reloadMidPayment,
   resetProviderKnobs,
-  setProviderKnobs,
+  settledOrderOfThisBrowser,
 } from '../e2e/support.ts';
 
 test.afterEach(async () => {
@@ -35,15 +36,10 @@ test('an old intent whose payment went through: the form shows its order and sen
   context,
 }) => {
   await readyToPay(page);
-  await setProviderKnobs({ latencyMs: 2_500 });
-  await payButton(page).click();
-  await expect(page.getByTestId('payment-status')).toHaveText('sending');
-  await page.waitForTimeout(500); // the request is at the server, the provider is slow
-  await page.reload();
+  await reloadMidPayment(page);
   await expect(page.getByTestId('payment-in-doubt')).toBeVisible();
   // The server finishes the first attempt on its own.
-  await expect.poll(() => ordersOfThisBrowser(context), { timeout: 15_000 }).toHaveLength(1);
-  const [orderId] = await ordersOfThisBrowser(context);
+  const orderId = await settledOrderOfThisBrowser(context);
 
   await ageIntentByTwoDays(page);
   const placeOrderRequests = countPlaceOrderRequests(page);
@@ -70,7 +66,7 @@ test('an old intent whose payment went through: the form shows its order and sen
   await expect(payButton(page)).toBeDisabled();
   await expect(page.getByRole('button', { name: 'Check payment status' })).toHaveCount(0);
   expect(placeOrderRequests()).toBe(0);
-  expect(await chargesForOrder(orderId ?? '')).toEqual([expect.objectContaining({ status: 'succeeded' })]);
+  expect(await chargesForOrder(orderId)).toEqual([expect.objectContaining({ status: 'succeeded' })]);
 });
 
 test('an old intent that never reached the server: "no order was placed", and starting over buys once', async ({

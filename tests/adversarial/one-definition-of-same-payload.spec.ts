@@ -9,12 +9,12 @@
 import { expect, test } from '@playwright/test';
 import {
   chargesForOrder,
-  countPlaceOrderRequests,
   ordersOfThisBrowser,
   payButton,
   readyToPay,
+  reloadMidPayment,
   resetProviderKnobs,
-  setProviderKnobs,
+  settledOrderOfThisBrowser,
 } from '../e2e/support.ts';
 
 test.afterEach(async () => {
@@ -26,17 +26,13 @@ test('a 422 to the re-sent payment keeps its key: "still being checked", its ord
   context,
 }) => {
   await readyToPay(page);
-  await setProviderKnobs({ latencyMs: 2_500 });
-  await payButton(page).click();
-  await expect(page.getByTestId('payment-status')).toHaveText('sending');
-  await page.waitForTimeout(500); // the request is at the server, the provider is slow
-  await page.reload();
+  await reloadMidPayment(page);
   await expect(page.getByTestId('payment-in-doubt')).toBeVisible();
-  await expect.poll(() => ordersOfThisBrowser(context), { timeout: 15_000 }).toHaveLength(1);
-  const [orderId] = await ordersOfThisBrowser(context);
+  // The server finishes the first attempt on its own.
+  const orderId = await settledOrderOfThisBrowser(context);
 
   // The stored copy no longer matches what was sent under the key.
-  await page.evaluate(() => {
+  const key = await page.evaluate(() => {
     const name = 'idem:intent:checkout';
     const record = JSON.parse(localStorage.getItem(name) ?? 'null');
     const sent = JSON.parse(record.sent.payload);
@@ -45,10 +41,22 @@ test('a 422 to the re-sent payment keeps its key: "still being checked", its ord
       name,
       JSON.stringify({ ...record, sent: { ...record.sent, payload: JSON.stringify(sent) } }),
     );
+    return record.key as string;
   });
   await page.reload();
-  const placeOrderRequests = countPlaceOrderRequests(page);
+  // Every placeOrder answer from here on, with the key its request carried.
+  const answers: Array<{ status: number; key: string | undefined }> = [];
+  page.on('response', (response) => {
+    if (response.url().includes('/api/trpc/checkout.placeOrder'))
+      answers.push({ status: response.status(), key: response.request().headers()['idempotency-key'] });
+  });
+  const answered422 = () =>
+    page.waitForResponse(
+      (response) => response.url().includes('checkout.placeOrder') && response.status() === 422,
+    );
+  let rejected = answered422();
   await page.getByRole('button', { name: 'Check payment status' }).click();
+  await rejected;
 
   await expect(page.getByTestId('payment-still-checking')).toBeVisible();
   await expect(page.getByTestId('payment-status')).toHaveText('unresolved');
@@ -57,9 +65,12 @@ test('a 422 to the re-sent payment keeps its key: "still being checked", its ord
     `/orders/${orderId}`,
   );
   // Pay again: the same key goes out (422 again), never a new one.
+  rejected = answered422();
   await payButton(page).click();
+  await rejected;
   await expect(page.getByTestId('payment-status')).toHaveText('unresolved');
-  expect(placeOrderRequests()).toBe(2);
+  expect(answers.filter((answer) => answer.status === 422)).toHaveLength(2);
+  expect(answers.map((answer) => answer.key)).toEqual(answers.map(() => key));
   expect(await ordersOfThisBrowser(context)).toEqual([orderId]);
-  expect(await chargesForOrder(orderId ?? '')).toEqual([expect.objectContaining({ status: 'succeeded' })]);
+  expect(await chargesForOrder(orderId)).toEqual([expect.objectContaining({ status: 'succeeded' })]);
 });

@@ -3,7 +3,7 @@
  * for the intent, plus what the user sees. The protection must not depend on the disabled Pay button, so
  * several tests bypass it.
  */
-import { expect, test } from '@playwright/test';
+import { expect, type Page, test } from '@playwright/test';
 import {
   chargesForOrder,
   countPlaceOrderRequests,
@@ -11,6 +11,7 @@ import {
   ordersOfThisBrowser,
   payButton,
   readyToPay,
+  reloadMidPayment,
   resetProviderKnobs,
   setProviderKnobs,
 } from './support.ts';
@@ -25,7 +26,7 @@ async function expectOneOrderOneCharge(orders: string[], orderId: string) {
 }
 
 /** Clicks Pay `times` times in one synchronous burst, re-enabling the button before each click. */
-async function burstClickPay(page: import('@playwright/test').Page, times: number) {
+async function burstClickPay(page: Page, times: number) {
   await page.evaluate((count) => {
     const button = document.querySelector<HTMLButtonElement>('form button[type="submit"]');
     if (!button) throw new Error('no Pay button');
@@ -35,6 +36,21 @@ async function burstClickPay(page: import('@playwright/test').Page, times: numbe
       button.click();
     }
   }, times);
+}
+
+/**
+ * Resolves once every request `page` has started so far has been seen here: it starts one more (a probe, in a
+ * task of its own after everything already queued) and waits for it. The page's requests are seen in the order
+ * it starts them, so a check that nothing was sent, made after this, cannot run before a request the page had
+ * already started — no fixed wait stands for "nothing happened".
+ */
+async function requestsStartedSoFarSeen(page: Page) {
+  const probe = `/api/health?probe=${crypto.randomUUID()}`;
+  const seen = page.waitForEvent('request', (request) => request.url().endsWith(probe));
+  await page.evaluate((url) => {
+    setTimeout(() => void fetch(url).catch(() => undefined), 0);
+  }, probe);
+  await seen;
 }
 
 test('double click on Pay: one request, one order, one charge', async ({ page, context }) => {
@@ -121,7 +137,7 @@ test('offline during submit: the payment waits for the connection, then is sent 
   await context.setOffline(true);
   await payButton(page).click();
   await expect(page.locator('form button[type="submit"]')).toBeDisabled();
-  await page.waitForTimeout(1_500);
+  await requestsStartedSoFarSeen(page);
   expect(requests()).toBe(0); // held, not failed: nothing left the browser
   await context.setOffline(false);
   const orderId = await expectConfirmation(page);
@@ -134,11 +150,7 @@ test('reload while the payment is in flight, then check it: one order (the key s
   context,
 }) => {
   await readyToPay(page);
-  await setProviderKnobs({ latencyMs: 2_500 });
-  await payButton(page).click();
-  await expect(page.getByTestId('payment-status')).toHaveText('sending');
-  await page.waitForTimeout(500); // the request is at the server, the provider is slow
-  await page.reload();
+  await reloadMidPayment(page);
   await expect(page.getByTestId('payment-in-doubt')).toBeVisible();
   await page.getByRole('button', { name: 'Check payment status' }).click();
   const orderId = await expectConfirmation(page);

@@ -3,7 +3,9 @@
  * live region under the Pay button (role "status", visible text), what needs the customer in the alert region
  * (role "alert") with its panel on screen; axe finds no serious violation in any state. Each state is driven
  * for real — the provider's knobs, a request dropped or held by the test, a reload, a second tab — and each
- * run ends with one order at most. With SCREENSHOTS=1, one screenshot per state goes to
+ * run ends with one order at most. A state that lasts while a payment is in flight is held there by a gate the
+ * test opens once it has checked the state (a request held at the browser, a charge held at the provider),
+ * never by a latency that must outlast the checks. With SCREENSHOTS=1, one screenshot per state goes to
  * docs/screenshot-payment-<state>.png.
  */
 import { fileURLToPath } from 'node:url';
@@ -11,12 +13,17 @@ import AxeBuilder from '@axe-core/playwright';
 import { type BrowserContext, expect, type Locator, type Page, type Route, test } from '@playwright/test';
 import {
   chargesForOrder,
+  chargesHeld,
   expectConfirmation,
+  holdCharges,
+  holdPaymentInBrowser,
   ordersOfThisBrowser,
   payButton,
   readyToPay,
+  releaseCharges,
+  reloadMidPayment,
   resetProviderKnobs,
-  setProviderKnobs,
+  settledOrderOfThisBrowser,
 } from './support.ts';
 
 const PLACE_ORDER = '**/api/trpc/checkout.placeOrder';
@@ -100,25 +107,18 @@ async function expectOneOrderOneCharge(context: BrowserContext, orderId: string)
   expect(await chargesForOrder(orderId)).toEqual([expect.objectContaining({ status: 'succeeded' })]);
 }
 
-/** Pays with a slow provider and reloads mid-payment: the attempt is in doubt. */
-async function reloadMidPayment(page: Page) {
-  await readyToPay(page);
-  await setProviderKnobs({ latencyMs: 2_500 });
-  await payButton(page).click();
-  await expect(progress(page)).toHaveAttribute('data-state', 'sending');
-  await page.waitForTimeout(500); // the request is at the server, the provider is slow
-  await page.reload();
-}
-
 test('sending: "Sending your payment…", politely, on screen and on the button', async ({ page, context }) => {
   await readyToPay(page);
-  await setProviderKnobs({ latencyMs: 3_000 });
+  // The request waits at the browser while the state is read.
+  const payment = await holdPaymentInBrowser(page);
   await payButton(page).click();
+  await payment.waiting;
   await expectProgress(page, 'sending', /^Sending your payment…$/);
   await expectProgressShown(page);
   await expect(page.locator('form button[type="submit"]')).toHaveText('Processing payment…');
   await expectAccessible(page, 'sending');
   await screenshot(page, 'sending');
+  payment.send();
   await expectOneOrderOneCharge(context, await expectConfirmation(page));
 });
 
@@ -154,16 +154,23 @@ test('conflict: a retry that finds the same payment still running says it waits 
   context,
 }) => {
   await readyToPay(page);
-  // Short enough for the 409 retries (Retry-After: 1, five attempts) to outlast the first attempt.
-  await setProviderKnobs({ latencyMs: 2_500 });
+  // The first attempt's charge waits at the provider: that payment is running at the server until released.
+  await holdCharges();
+  const laterAttempts = gate();
   let attempts = 0;
   await page.route(PLACE_ORDER, async (route) => {
     attempts += 1;
-    if (attempts > 1) return route.continue();
-    // The first attempt reaches the server and runs there (slow provider); the browser loses the connection.
-    void route.fetch().catch(() => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    await route.abort('connectionreset');
+    if (attempts === 1) {
+      // The first attempt reaches the server and runs there; once its charge is at the provider, the browser
+      // loses the connection.
+      void route.fetch().catch(() => undefined);
+      await chargesHeld(1);
+      return route.abort('connectionreset');
+    }
+    // The retry finds that payment running (409); the attempts after it wait at the browser while the state
+    // is read.
+    if (attempts === 2) return route.continue();
+    return laterAttempts.hold(route);
   });
   await payButton(page).click();
   await expectProgress(
@@ -176,6 +183,8 @@ test('conflict: a retry that finds the same payment still running says it waits 
   await expect(page.locator('form button[type="submit"]')).toHaveText(/^Still processing — waiting/);
   await expectAccessible(page, 'conflict');
   await screenshot(page, 'conflict');
+  await releaseCharges();
+  laterAttempts.open();
   await expectOneOrderOneCharge(context, await expectConfirmation(page));
 });
 
@@ -212,6 +221,7 @@ test('in doubt: after a reload mid-payment, an alert says the payment is unconfi
   page,
   context,
 }) => {
+  await readyToPay(page);
   await reloadMidPayment(page);
   await expectAttention(
     page,
@@ -230,8 +240,9 @@ test('unresolved: a 422 to the re-sent payment is an alert that it is still bein
   page,
   context,
 }) => {
+  await readyToPay(page);
   await reloadMidPayment(page);
-  await expect.poll(() => ordersOfThisBrowser(context), { timeout: 15_000 }).toHaveLength(1);
+  await settledOrderOfThisBrowser(context);
   // The stored copy no longer matches what was sent under the key: the re-send is answered 422.
   await page.evaluate(() => {
     const name = 'idem:intent:checkout';
@@ -264,8 +275,9 @@ test('expired: an intent too old to re-send is an alert that names what became o
   page,
   context,
 }) => {
+  await readyToPay(page);
   await reloadMidPayment(page);
-  await expect.poll(() => ordersOfThisBrowser(context), { timeout: 15_000 }).toHaveLength(1);
+  await settledOrderOfThisBrowser(context);
   await page.evaluate(() => {
     const name = 'idem:intent:checkout';
     const record = JSON.parse(localStorage.getItem(name) ?? 'null');
@@ -290,8 +302,10 @@ test('in another tab: a tab opened mid-payment says, politely, that the other ta
   context,
 }) => {
   await readyToPay(page);
-  await setProviderKnobs({ latencyMs: 6_000 });
+  // The first tab's request waits at the browser while the second tab loads and is read.
+  const payment = await holdPaymentInBrowser(page);
   await payButton(page).click();
+  await payment.waiting;
   await expect(progress(page)).toHaveAttribute('data-state', 'sending');
   const second = await context.newPage();
   // Records the live region's text when it first appears: a region inserted with its text is often not read.
@@ -316,6 +330,7 @@ test('in another tab: a tab opened mid-payment says, politely, that the other ta
   await expect(second.getByTestId('payment-in-other-tab')).toContainText('being paid for in another tab');
   await expectAccessible(second, 'in-other-tab');
   await screenshot(second, 'in-other-tab');
+  payment.send();
   const orderId = await expectConfirmation(page);
   // The first tab's outcome reaches this one: nothing is in progress any more, and its cart is empty.
   await expect(second.getByTestId('payment-in-other-tab')).toHaveCount(0);
