@@ -59,8 +59,10 @@ test('admin pages: no serious or critical axe violation', async ({ page }) => {
   await page.getByLabel('Admin API token').fill(demoAdmin.token);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await expect(page).toHaveURL(/\/admin$/);
-  // The charts render after their first fetch.
-  await page.waitForLoadState('networkidle');
+  // The charts render after their first fetch: wait for them drawn and no section still loading.
+  await expect(page.getByTestId('duplicates-chart').locator('svg.recharts-surface')).toBeVisible();
+  await expect(page.getByText('Loading…')).toHaveCount(0);
+  await expect(page.getByTestId('overview-tile').getByText('…', { exact: true })).toHaveCount(0);
   expect(await seriousViolations(page), 'dashboard').toEqual([]);
 
   await page.locator('a[href^="/admin/keys/"]').first().click();
