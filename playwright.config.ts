@@ -18,7 +18,10 @@ export default defineConfig({
   workers: 1,
   retries: 0,
   reporter: process.env.CI ? [['list']] : [['list'], ['html', { open: 'never' }]],
-  timeout: 60_000,
+  // Runs beside vitest (scripts/test.ts), on a machine that may be busy: a web-first assertion waits for a state
+  // that is certain to come, so its wait is generous (Playwright's default is 5 s); a wrong state still fails.
+  timeout: 90_000,
+  expect: { timeout: 15_000 },
   use: {
     baseURL,
     trace: 'retain-on-failure',

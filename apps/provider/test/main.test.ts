@@ -128,6 +128,7 @@ describe('src/main.ts', () => {
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({
         latencyMs: 0,
+        chargeHold: false,
         failNext: 0,
         dropResponseNext: 0,
         webhookDuplicates: 0,

@@ -63,7 +63,9 @@ function prisma(args: string[], options: { cwd?: string; env?: Record<string, st
     execFile(
       process.execPath,
       [prismaCli, ...args],
-      { cwd: options.cwd ?? repoRoot, env, timeout: 45_000 },
+      // A hang, not a slow machine: `migrate dev` (two databases, the wasm engine) took over 45 s with the other
+      // suites running beside it and a busy core.
+      { cwd: options.cwd ?? repoRoot, env, timeout: 150_000 },
       (error, stdout, stderr) =>
         resolve({ code: error ? (error.code ?? error.signal ?? null) : 0, stdout, stderr }),
     );
@@ -121,7 +123,7 @@ afterAll(async () => {
   if (tmpDir) await rm(tmpDir, { recursive: true, force: true });
 }, 30_000);
 
-describe('the Prisma CLI with prisma.config.ts, offline', { timeout: 60_000 }, () => {
+describe('the Prisma CLI with prisma.config.ts, offline', { timeout: 180_000 }, () => {
   it('uses the wasm engine without PRISMA_SCHEMA_ENGINE_BINARY in the environment', async () => {
     const result = await prisma(['--version']);
     expectSuccess(result);
