@@ -135,24 +135,49 @@ export async function ensureSchema(pool: Pool): Promise<void> {
   });
 }
 
-/** Runs `fn` in a transaction on one pooled client; rolls back on any error and rethrows it. */
-export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Lends `use` a pooled client and gives it back. pg-pool listens for a client's 'error' only while the client is
+ * idle; a connection that dies while it is checked out (a database restart: `read ECONNRESET`) emits an 'error'
+ * nobody hears, which crashes the process. This listens for as long as the client is out, and a client that
+ * errored, or that `use` marks broken, is destroyed on release instead of going back to the pool.
+ */
+export async function withClient<T>(
+  pool: Pool,
+  use: (client: PoolClient, markBroken: () => void) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect();
   let broken = false;
+  // Stays attached to a broken client: it is destroyed, and a late second error must not crash anything either.
+  const onError = () => {
+    broken = true;
+  };
+  client.on('error', onError);
   try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    try {
-      await client.query('ROLLBACK');
-    } catch {
-      // The connection itself is unusable (e.g. server gone): drop it instead of returning it to the pool.
+    return await use(client, () => {
       broken = true;
-    }
-    throw err;
+    });
   } finally {
+    if (!broken) client.off('error', onError);
     client.release(broken);
   }
+}
+
+/** Runs `fn` in a transaction on one pooled client; rolls back on any error and rethrows it. */
+export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  return withClient(pool, async (client, markBroken) => {
+    try {
+      await client.query('BEGIN');
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch {
+        // The connection itself is unusable (e.g. server gone): drop it instead of returning it to the pool.
+        markBroken();
+      }
+      throw err;
+    }
+  });
 }

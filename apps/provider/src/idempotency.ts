@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { StoredResponse } from './charges.ts';
-import type { Pool, PoolClient } from './db.ts';
+import { type Pool, type PoolClient, withClient } from './db.ts';
 import { ApiError, errorCode, invalidRequest } from './errors.ts';
 
 /**
@@ -102,52 +102,52 @@ export async function runIdempotent(
   request: { scope: string; key: string; fingerprint: string },
   execute: (client: PoolClient) => Promise<StoredResponse>,
 ): Promise<IdempotentOutcome> {
-  const client = await pool.connect();
-  let broken = false;
   let existing: KeyRow | undefined;
-  try {
-    await client.query('BEGIN');
-    await client.query(`SET LOCAL lock_timeout = ${LOCK_TIMEOUT_MS}`);
-    const claim = await client.query(CLAIM_SQL, [
-      request.scope,
-      request.key,
-      request.fingerprint,
-      KEY_TTL_HOURS,
-    ]);
-
-    if (claim.rowCount === 1) {
-      const response = await execute(client);
-      await client.query(
-        `UPDATE provider.idempotency_keys SET response_status = $3, response_body = $4
-          WHERE scope = $1 AND key = $2`,
-        [request.scope, request.key, response.status, response.body],
-      );
-      await client.query('COMMIT');
-      return { kind: 'executed', response };
-    }
-
-    // Not claimed: the row exists, is unexpired and was committed by another transaction (we waited for it on
-    // the index), so this fresh statement snapshot sees its stored response.
-    const result = await client.query<KeyRow>(
-      `SELECT fingerprint, response_status, response_body FROM provider.idempotency_keys
-        WHERE scope = $1 AND key = $2`,
-      [request.scope, request.key],
-    );
-    existing = result.rows[0];
-    await client.query('COMMIT'); // Releases the row lock ON CONFLICT took.
-  } catch (err) {
-    // Also undoes the claim, so a request that failed (DB error, bug) leaves the key free for a retry.
+  const executed = await withClient(pool, async (client, markBroken) => {
     try {
-      await client.query('ROLLBACK');
-    } catch {
-      broken = true; // Connection unusable: destroy it rather than return it to the pool.
+      await client.query('BEGIN');
+      await client.query(`SET LOCAL lock_timeout = ${LOCK_TIMEOUT_MS}`);
+      const claim = await client.query(CLAIM_SQL, [
+        request.scope,
+        request.key,
+        request.fingerprint,
+        KEY_TTL_HOURS,
+      ]);
+
+      if (claim.rowCount === 1) {
+        const response = await execute(client);
+        await client.query(
+          `UPDATE provider.idempotency_keys SET response_status = $3, response_body = $4
+            WHERE scope = $1 AND key = $2`,
+          [request.scope, request.key, response.status, response.body],
+        );
+        await client.query('COMMIT');
+        return { kind: 'executed', response } as const;
+      }
+
+      // Not claimed: the row exists, is unexpired and was committed by another transaction (we waited for it on
+      // the index), so this fresh statement snapshot sees its stored response.
+      const result = await client.query<KeyRow>(
+        `SELECT fingerprint, response_status, response_body FROM provider.idempotency_keys
+          WHERE scope = $1 AND key = $2`,
+        [request.scope, request.key],
+      );
+      existing = result.rows[0];
+      await client.query('COMMIT'); // Releases the row lock ON CONFLICT took.
+      return undefined;
+    } catch (err) {
+      // Also undoes the claim, so a request that failed (DB error, bug) leaves the key free for a retry.
+      try {
+        await client.query('ROLLBACK');
+      } catch {
+        markBroken(); // Connection unusable: destroy it rather than return it to the pool.
+      }
+      // 55P03 lock_not_available: the duplicate waited LOCK_TIMEOUT_MS for the original and gave up.
+      if (errorCode(err) === '55P03') throw inProgress();
+      throw err;
     }
-    // 55P03 lock_not_available: the duplicate waited LOCK_TIMEOUT_MS for the original and gave up.
-    if (errorCode(err) === '55P03') throw inProgress();
-    throw err;
-  } finally {
-    client.release(broken);
-  }
+  });
+  if (executed !== undefined) return executed;
 
   if (existing === undefined || existing.response_status === null || existing.response_body === null) {
     throw inProgress(); // Defensive: cannot happen while claim and response are written in one transaction.
