@@ -39,6 +39,8 @@ export interface SendOptions {
   intent: string;
   input: CartInput;
   timeoutMs?: number;
+  /** Gives up on the request when aborted (a client that stops waiting): status 0, the server runs on. */
+  signal?: AbortSignal;
 }
 
 export function send(options: SendOptions): Promise<Attempt> {
@@ -92,6 +94,10 @@ export function send(options: SendOptions): Promise<Attempt> {
       },
     );
     request.on('timeout', () => request.destroy(new Error('client timeout')));
+    if (options.signal?.aborted) request.destroy(new Error('client gave up'));
+    options.signal?.addEventListener('abort', () => request.destroy(new Error('client gave up')), {
+      once: true,
+    });
     request.on('error', (error) =>
       done({ status: 0, body: '', replayed: false, retryAfter: null, error: error.message }),
     );
