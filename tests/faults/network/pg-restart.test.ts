@@ -135,8 +135,10 @@ interface LoadResult {
 }
 
 /**
- * CLIENTS workers drain OPS logical requests: every 5th reuses an earlier key (same input) so duplicates are
- * concurrent and sequential. `fault` runs once the load is under way.
+ * CLIENTS workers drain at least OPS logical requests: every 5th reuses an earlier key (same input) so duplicates
+ * are concurrent and sequential. `fault` starts once FAULT_AFTER requests have been answered (the load is under
+ * way), and the workers go on taking new requests until it has finished, so the restart always falls into the
+ * load, however long it or the load takes.
  */
 async function load(
   send: (
@@ -148,11 +150,16 @@ async function load(
 ): Promise<LoadResult> {
   const CLIENTS = 6;
   const OPS = 90;
+  const FAULT_AFTER = 12;
   const keys: string[] = [];
-  for (let index = 0; index < OPS; index++) {
-    const reuse = index % 5 === 4 ? keys[index - 2] : undefined;
-    keys.push(reuse ?? `k-${index}-${Math.random().toString(36).slice(2)}`);
-  }
+  const keyAt = (index: number) => {
+    while (keys.length <= index) {
+      const at = keys.length;
+      const reuse = at % 5 === 4 ? keys[at - 2] : undefined;
+      keys.push(reuse ?? `k-${at}-${Math.random().toString(36).slice(2)}`);
+    }
+    return keys[index] ?? '';
+  };
   const result: LoadResult = {
     requests: 0,
     retries: 0,
@@ -162,12 +169,21 @@ async function load(
     attempts: [],
   };
   let next = 0;
+  let answered = 0;
+  let faultDone = false;
+  let startFault: () => void = () => {};
+  const loadUnderWay = new Promise<void>((resolve) => {
+    startFault = resolve;
+  });
+  const faulted = loadUnderWay.then(fault).finally(() => {
+    faultDone = true;
+  });
   const worker = async () => {
-    for (;;) {
-      const index = next++;
-      const key = keys[index];
-      if (key === undefined) return;
+    while (next < OPS || !faultDone) {
+      const key = keyAt(next++);
       const outcome = await send(scope, key);
+      answered += 1;
+      if (answered >= FAULT_AFTER) startFault();
       result.requests += outcome.attempts.length;
       result.retries += outcome.attempts.length - 1;
       result.fiveXx += outcome.attempts.filter((attempt) => attempt.status >= 500).length;
@@ -181,7 +197,6 @@ async function load(
       result.acknowledged.set(key, seen);
     }
   };
-  const faulted = sleep(150).then(fault);
   await Promise.all([...Array.from({ length: CLIENTS }, worker), faulted]);
   return result;
 }
