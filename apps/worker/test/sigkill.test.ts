@@ -26,7 +26,13 @@ import {
 } from './helpers.ts';
 
 const EXPIRE_SECONDS = 2;
-const PAUSE_MS = 3000;
+/**
+ * Worker A's pause at the kill point: longer than any run, so A is still in it when the test kills it, however
+ * late the test sees the row (a pause of 3 s, as before, could end first on a loaded machine, and A would go on to
+ * the next step). pg-boss fails the overrunning job after EXPIRE_SECONDS, and A fetches nothing (no retry of it
+ * beside the paused handler) until that handler returns, which it never does.
+ */
+const PAUSE_MS = 600_000;
 
 let db: Database;
 const spawned: WorkerProcess[] = [];
