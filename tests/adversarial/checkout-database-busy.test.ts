@@ -35,8 +35,14 @@ afterAll(async () => {
   await provider?.close();
 });
 
-/** `pool`, where the first order look-up is followed by another transaction holding the only connection. */
-function poolTakenAfterTheRead(pool: Database, seconds: number) {
+/**
+ * `pool`, where the first order look-up is followed by another transaction holding the only connection until
+ * `busyFor(tx)` settles.
+ */
+function poolTakenAfterTheRead(
+  pool: Database,
+  busyFor: (tx: Pick<Database, '$executeRaw'>) => Promise<unknown>,
+) {
   let holder: Promise<unknown> = Promise.resolve();
   let taken = false;
   const busy = afterOrderLookup(pool, async () => {
@@ -49,9 +55,9 @@ function poolTakenAfterTheRead(pool: Database, seconds: number) {
     holder = pool.$transaction(
       async (tx) => {
         holding(); // inside the transaction: the only connection is the holder's
-        await tx.$executeRaw`select pg_sleep(${seconds})`;
+        await busyFor(tx);
       },
-      { timeout: 20_000 },
+      { timeout: 60_000 },
     );
     await held;
   });
@@ -66,12 +72,18 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
       orderId: crypto.randomUUID(),
       input: aliceCart(sku, 2),
     };
-    // Busy for longer than the checkout waits for a connection (10 s).
-    const { busy, released } = poolTakenAfterTheRead(onePool, 12);
+    // Busy until the checkout has answered: longer than it waits for a connection (10 s), however late its wait
+    // ends on a loaded machine.
+    let answered: () => void = () => {};
+    const checkoutAnswered = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    const { busy, released } = poolTakenAfterTheRead(onePool, () => checkoutAnswered);
     const failure = await placeOrder({ db: busy, provider: client }, request).then(
       () => null,
       (error: unknown) => error,
     );
+    answered();
     await released();
     expect(failure).toBeInstanceOf(TRPCError);
     expect((failure as TRPCError).code).toBe('SERVICE_UNAVAILABLE');
@@ -92,7 +104,7 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
       orderId: crypto.randomUUID(),
       input: aliceCart(sku, 2),
     };
-    const { busy, released } = poolTakenAfterTheRead(onePool, 3);
+    const { busy, released } = poolTakenAfterTheRead(onePool, (tx) => tx.$executeRaw`select pg_sleep(3)`);
     const placed = await placeOrder({ db: busy, provider: client }, request);
     await released();
     expect([placed.id, placed.status]).toEqual([request.orderId, 'paid']);
