@@ -16,7 +16,7 @@
  * lease renewed while it passes): it waits until the database's clock is past the first lease's end.
  */
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runCleanup } from '@idem/cleanup';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -30,8 +30,8 @@ const LEASE_LOST = 'another attempt with the same Idempotency-Key took over';
 
 /**
  * The web processes' lease. Long: no lease here ends by itself while a test looks at it (a dead owner's ends when
- * the test moves it past, `leasePasses`), and an owner renews it every 10 s, so none renews while the test freezes
- * or ages it.
+ * the test moves it past, `leasePasses`), and an owner renews it only every 10 s, far apart enough that no renewal
+ * comes between a test freezing an owner (a second or so after its claim) and moving its lease past.
  */
 const LEASE_SECONDS = 30;
 /** The live-owner test's lease, which does pass in real time: renewed every 2 s, so a renewal 4 s late still holds it. */
@@ -40,11 +40,23 @@ let cluster: Cluster;
 let scenario: Scenario;
 const table: RunFigures[] = [];
 
+/**
+ * Process #i runs armed at FAULT_POINT_OF[i] from its first start on, disarmed while its once-marker exists (made
+ * before the start). A test arms it by removing the marker (`rearm`); the kill writes it again, so the process that
+ * replaces the killed one, started with the same environment (`armedEnv`), is disarmed. No restart to arm a point.
+ */
+const FAULT_POINT_OF = ['after-complete', 'after-claim', 'before-complete'] as const;
+const armedEnv: FaultEnv[] = FAULT_POINT_OF.map((point) => armedOnce(point));
+const nodeArmedAt = (point: (typeof FAULT_POINT_OF)[number]) => FAULT_POINT_OF.indexOf(point);
+
 beforeAll(async () => {
+  for (const env of armedEnv)
+    writeFileSync(env.IDEM_FAULT_ONCE ?? '', 'disarmed until a test removes this\n');
   cluster = await Cluster.start({
     adminUrl: inject('postgresAdminUrl'),
     processes: 3,
     env: { IDEM_LEASE_SECONDS: String(LEASE_SECONDS) },
+    nodeEnv: (index) => armedEnv[index] ?? {},
   });
   scenario = await createScenario(cluster, 'sigkill');
 });
@@ -53,6 +65,7 @@ afterAll(async () => {
   if (table.length > 0)
     console.log(`\nfault suite (3 × next start, lease ${LEASE_SECONDS} s)\n${formatTable(table)}\n`);
   await cluster?.close();
+  for (const env of armedEnv) rmSync(env.IDEM_FAULT_ONCE ?? '', { force: true });
 });
 
 const urls = () => cluster.urls();
@@ -110,9 +123,9 @@ async function leasePasses(key: string, seconds: number): Promise<void> {
   expect(moved, `the key ${key} is processing`).toBe(1);
 }
 
-/** Re-arms a fault point that fired: its once-marker is removed, so the process that runs with `env` fires again. */
-function rearm(env: FaultEnv): void {
-  rmSync(env.IDEM_FAULT_ONCE ?? '', { force: true });
+/** Arms process #index at its fault point: its once-marker is removed, so it fires at the next execution. */
+function rearm(index: number): void {
+  rmSync(armedEnv[index]?.IDEM_FAULT_ONCE ?? '', { force: true });
 }
 
 /**
@@ -169,25 +182,23 @@ describe('idempotency under SIGKILL, 3 processes, one database', () => {
   it('SIGKILL after COMMIT, before the reply (after-complete) → restart → the retry replays; one effect', async () => {
     const runs = 2;
     const attempts: Attempt[] = [];
-    // Process #0 is started armed once; each run after the first re-arms it by removing the marker its kill left.
-    const armed = armedOnce('after-complete');
-    await cluster.restartNode(0, armed);
+    const dies = nodeArmedAt('after-complete');
     for (let run = 0; run < runs; run += 1) {
-      if (run > 0) rearm(armed);
+      rearm(dies);
       const intent = scenario.intent();
       const key = randomUUID();
-      attempts.push(await sendIntoFault(0, key, intent));
+      attempts.push(await sendIntoFault(dies, key, intent));
       expect((await keyRow(key))?.state).toBe('completed'); // the write was committed, the ack was lost
-      await cluster.startNode(0, armed); // same env: the once-marker keeps it from firing again
+      await cluster.startNode(dies, armedEnv[dies]); // same env: the once-marker keeps it from firing again
       const retry = await runClient({
         urls,
         token: TOKEN,
         intent,
         key,
-        firstNode: 0,
+        firstNode: dies,
         input: scenario.input(intent),
       });
-      expect(retry.at(-1)).toMatchObject({ status: 200, replayed: true, node: 0 });
+      expect(retry.at(-1)).toMatchObject({ status: 200, replayed: true, node: dies });
       attempts.push(...retry);
     }
     const checked = await report(attempts, 'after-complete (protected)', runs);
@@ -196,40 +207,39 @@ describe('idempotency under SIGKILL, 3 processes, one database', () => {
     // CONTROL: the naive client retries the lost ack under a fresh key.
     const control: Attempt[] = [];
     for (let run = 0; run < runs; run += 1) {
-      rearm(armed);
+      rearm(dies);
       const intent = scenario.intent();
-      control.push(await sendIntoFault(0, randomUUID(), intent));
-      await cluster.startNode(0, armed);
+      control.push(await sendIntoFault(dies, randomUUID(), intent));
+      await cluster.startNode(dies, armedEnv[dies]);
       control.push(
         ...(await runClient({
           urls,
           token: TOKEN,
           intent,
           naive: true,
-          firstNode: 0,
+          firstNode: dies,
           input: scenario.input(intent),
         })),
       );
     }
     const controlChecked = await report(control, 'after-complete CONTROL (naive retry)', runs);
     expect(controlChecked.figures.duplicateCharges).toBe(runs);
-    await cluster.restartNode(0, {});
   }, 90_000);
 
   it('SIGKILL after the claim (after-claim) → 409 + Retry-After within the lease, then exactly one takeover', async () => {
     const runs = 2;
     const attempts: Attempt[] = [];
-    const armed = armedOnce('after-claim');
-    await cluster.restartNode(0, armed);
+    const dies = nodeArmedAt('after-claim');
+    const other = (dies + 1) % 3;
     for (let run = 0; run < runs; run += 1) {
-      if (run > 0) rearm(armed);
+      rearm(dies);
       const intent = scenario.intent();
       const key = randomUUID();
-      attempts.push(await sendIntoFault(0, key, intent));
-      const restarted = cluster.startNode(0, armed);
+      attempts.push(await sendIntoFault(dies, key, intent));
+      const restarted = cluster.startNode(dies, armedEnv[dies]);
       const early = await send({
-        baseUrl: cluster.node(1).url,
-        node: 1,
+        baseUrl: cluster.node(other).url,
+        node: other,
         token: TOKEN,
         key,
         intent,
@@ -257,11 +267,11 @@ describe('idempotency under SIGKILL, 3 processes, one database', () => {
 
     // CONTROL: a claim without a (short) lease — the dead owner's key is never taken over: a stuck key and a
     // client that never gets its answer. The same time passes for it as for the protected runs.
-    await cluster.restartNode(0, armedOnce('after-claim', { IDEM_LEASE_SECONDS: '3600' }));
+    await cluster.restartNode(dies, armedOnce('after-claim', { IDEM_LEASE_SECONDS: '3600' }));
     const intent = scenario.intent();
     const key = randomUUID();
-    const control = [await sendIntoFault(0, key, intent)];
-    const restarted = cluster.startNode(0, {});
+    const control = [await sendIntoFault(dies, key, intent)];
+    const restarted = cluster.startNode(dies, armedEnv[dies]);
     await leasePasses(key, LEASE_SECONDS + 1);
     control.push(
       ...(await runClient({
@@ -269,7 +279,7 @@ describe('idempotency under SIGKILL, 3 processes, one database', () => {
         token: TOKEN,
         intent,
         key,
-        firstNode: 1,
+        firstNode: other,
         input: scenario.input(intent),
         maxAttempts: 4,
       })),
@@ -286,14 +296,13 @@ describe('idempotency under SIGKILL, 3 processes, one database', () => {
   it('SIGKILL between the charge and the completion (before-complete) → takeover after the lease; one charge', async () => {
     const runs = 2;
     const attempts: Attempt[] = [];
-    const armed = armedOnce('before-complete');
-    await cluster.restartNode(0, armed);
+    const dies = nodeArmedAt('before-complete');
     for (let run = 0; run < runs; run += 1) {
-      if (run > 0) rearm(armed);
+      rearm(dies);
       const intent = scenario.intent();
       const key = randomUUID();
-      attempts.push(await sendIntoFault(0, key, intent));
-      const restarted = cluster.startNode(0, armed);
+      attempts.push(await sendIntoFault(dies, key, intent));
+      const restarted = cluster.startNode(dies, armedEnv[dies]);
       expect((await keyRow(key))?.state).toBe('processing');
       await leasePasses(key, LEASE_SECONDS + 1);
       await restarted;
@@ -312,30 +321,27 @@ describe('idempotency under SIGKILL, 3 processes, one database', () => {
     expectClean(checked);
 
     // CONTROL: the same fault with effect ids NOT derived from the key (a fresh order id, so a fresh provider
-    // key, per attempt): the takeover charges the card again.
-    const perAttempt = { IDEM_TEST_EFFECT_ID_PER_ATTEMPT: '1' };
-    await Promise.all([
-      cluster.restartNode(0, armedOnce('before-complete', perAttempt)),
-      cluster.restartNode(1, perAttempt),
-    ]);
+    // key, per attempt): the takeover (by the restarted process, as configured) charges the card again.
+    const perAttempt = armedOnce('before-complete', { IDEM_TEST_EFFECT_ID_PER_ATTEMPT: '1' });
+    await cluster.restartNode(dies, perAttempt);
     const intent = scenario.intent();
     const key = randomUUID();
-    const control = [await sendIntoFault(0, key, intent)];
-    await leasePasses(key, LEASE_SECONDS + 1);
+    const control = [await sendIntoFault(dies, key, intent)];
+    await Promise.all([cluster.startNode(dies, perAttempt), leasePasses(key, LEASE_SECONDS + 1)]);
     control.push(
       ...(await runClient({
         urls,
         token: TOKEN,
         intent,
         key,
-        firstNode: 1,
+        firstNode: dies,
         maxAttempts: 1,
         input: scenario.input(intent),
       })),
     );
     const controlChecked = await report(control, 'before-complete CONTROL (effect id per attempt)');
     expect(controlChecked.figures.duplicateCharges).toBe(1);
-    await Promise.all([cluster.startNode(0, {}), cluster.restartNode(1, {})]);
+    await cluster.restartNode(dies, armedEnv[dies]);
   }, 90_000);
 
   it('zombie: an owner frozen (SIGSTOP) past its lease resumes after the takeover and changes nothing (409)', async () => {
@@ -459,7 +465,7 @@ describe('idempotency under SIGKILL, 3 processes, one database', () => {
       console.log('[faults] slow live owner CONTROL: 2 overlapping executions of one intent');
     } finally {
       await cluster.resetProviderKnobs();
-      await Promise.all([cluster.restartNode(0, {}), cluster.restartNode(2, {})]);
+      await Promise.all([cluster.restartNode(0, armedEnv[0]), cluster.restartNode(2, armedEnv[2])]);
     }
   }, 90_000);
 

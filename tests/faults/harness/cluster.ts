@@ -43,6 +43,8 @@ export interface ClusterOptions {
   processes?: number;
   /** Extra environment for every web process (e.g. IDEM_LEASE_SECONDS). */
   env?: FaultEnv;
+  /** Extra environment for process #index's first start (e.g. its fault point). */
+  nodeEnv?: (index: number) => FaultEnv;
   /** Also forward the web processes' output to this process (default: only when IDEM_FAULTS_VERBOSE=1). */
   verbose?: boolean;
 }
@@ -111,7 +113,9 @@ export class Cluster {
           unexpectedExits: 0,
         });
       }
-      await Promise.all(cluster.nodes.map((node) => cluster.startNode(node.index)));
+      await Promise.all(
+        cluster.nodes.map((node) => cluster.startNode(node.index, options.nodeEnv?.(node.index) ?? {})),
+      );
       return cluster;
     } catch (error) {
       await db?.$disconnect();
