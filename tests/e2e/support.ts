@@ -118,35 +118,34 @@ export async function expectConfirmation(page: Page): Promise<string> {
   return orderId;
 }
 
-/** The orders this browser's guest session owns, newest first, with the status its order history shows. */
+/**
+ * The orders this browser's guest session owns, newest first, with their status (`pending`, `paid`, `shipped`,
+ * …): what its order history lists, asked through the API with the browser's cookies (`orders.list`) rather than
+ * by loading the page in another tab.
+ */
 export async function orderStatusesOfThisBrowser(
   context: BrowserContext,
 ): Promise<Array<{ id: string; status: string }>> {
-  const page = await context.newPage();
-  try {
-    await page.goto('/orders');
-    await expect(page.getByRole('heading', { name: 'Your orders' })).toBeVisible();
-    const rows = await page.getByTestId('order-row').all();
-    const orders: Array<{ id: string; status: string }> = [];
-    for (const row of rows) {
-      const id = ((await row.getByRole('link').getAttribute('href')) ?? '').replace('/orders/', '');
-      const status = ((await row.getByTestId('order-status').textContent()) ?? '').trim();
-      orders.push({ id, status });
-    }
-    return orders;
-  } finally {
-    await page.close();
-  }
+  const response = await context.request.get('/api/trpc/orders.list');
+  expect(response.status(), 'orders.list').toBe(200);
+  // A request without the browser's session would get a guest of its own (and no orders): never silently.
+  expect(response.headers()['set-cookie'] ?? '', 'the browser session was sent').not.toContain(
+    'idem_session=',
+  );
+  const body = (await response.json()) as {
+    result: { data: { json: Array<{ id: string; status: string }> } };
+  };
+  return body.result.data.json.map(({ id, status }) => ({ id, status }));
 }
 
-/** The orders this browser's guest session owns, read from its order history in another tab. */
+/** The ids of the orders this browser's guest session owns, newest first. */
 export async function ordersOfThisBrowser(context: BrowserContext): Promise<string[]> {
   return (await orderStatusesOfThisBrowser(context)).map((order) => order.id);
 }
 
 /**
  * Waits for the server to settle this browser's one order on its own (its charge released, no tab waiting for
- * the answer): it shows Paid, or Shipped once the webhook and the worker got to it. Returns its id.
+ * the answer): it is paid, or shipped once the webhook and the worker got to it. Returns its id.
  */
 export async function settledOrderOfThisBrowser(context: BrowserContext): Promise<string> {
   let orders: Array<{ id: string; status: string }> = [];
@@ -158,7 +157,7 @@ export async function settledOrderOfThisBrowser(context: BrowserContext): Promis
       },
       { timeout: 20_000 },
     )
-    .toEqual([expect.stringMatching(/^(Paid|Shipped)$/)]);
+    .toEqual([expect.stringMatching(/^(paid|shipped)$/)]);
   return orders[0]?.id ?? '';
 }
 
