@@ -37,6 +37,8 @@ const LEASE_SECONDS = 30;
 /** The live-owner test's lease, which does pass in real time: renewed every 2 s, so a renewal 4 s late still holds it. */
 const SLOW_OWNER_LEASE_SECONDS = 6;
 let cluster: Cluster;
+/** The cluster's start, also when it outlives beforeAll's timeout (a very slow machine): afterAll closes it. */
+let starting: Promise<Cluster> | undefined;
 let scenario: Scenario;
 const table: RunFigures[] = [];
 
@@ -52,19 +54,20 @@ const nodeArmedAt = (point: (typeof FAULT_POINT_OF)[number]) => FAULT_POINT_OF.i
 beforeAll(async () => {
   for (const env of armedEnv)
     writeFileSync(env.IDEM_FAULT_ONCE ?? '', 'disarmed until a test removes this\n');
-  cluster = await Cluster.start({
+  starting = Cluster.start({
     adminUrl: inject('postgresAdminUrl'),
     processes: 3,
     env: { IDEM_LEASE_SECONDS: String(LEASE_SECONDS) },
     nodeEnv: (index) => armedEnv[index] ?? {},
   });
+  cluster = await starting;
   scenario = await createScenario(cluster, 'sigkill');
 });
 
 afterAll(async () => {
   if (table.length > 0)
     console.log(`\nfault suite (3 × next start, lease ${LEASE_SECONDS} s)\n${formatTable(table)}\n`);
-  await cluster?.close();
+  await (await starting?.catch(() => undefined))?.close();
   for (const env of armedEnv) rmSync(env.IDEM_FAULT_ONCE ?? '', { force: true });
 });
 
