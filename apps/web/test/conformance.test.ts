@@ -63,7 +63,14 @@ afterAll(async () => {
   await db.$disconnect();
 });
 
-async function setKnobs(knobs: { latencyMs?: number; failNext?: number } | null) {
+type ProviderKnobs = { failNext?: number; chargeHold?: boolean };
+
+function providerCall(path: string, method: 'GET' | 'POST') {
+  if (!provider) throw new Error('the provider has not started');
+  return fetch(`${provider.url}${path}`, { method });
+}
+
+async function setKnobs(knobs: ProviderKnobs | null) {
   if (!provider) throw new Error('the provider has not started');
   const response = await fetch(`${provider.url}/__knobs`, {
     method: knobs ? 'POST' : 'DELETE',
@@ -74,7 +81,7 @@ async function setKnobs(knobs: { latencyMs?: number; failNext?: number } | null)
 }
 
 /** Runs `body` with the provider's knobs set, and resets them afterwards whatever happens. */
-async function withKnobs<T>(knobs: { latencyMs?: number; failNext?: number }, body: () => Promise<T>) {
+async function withKnobs<T>(knobs: ProviderKnobs, body: () => Promise<T>) {
   await setKnobs(knobs);
   try {
     return await body();
@@ -119,9 +126,22 @@ function checkoutTarget(baseUrl: () => string, email: string): ConformanceTarget
     unauthenticatedHeaders: { authorization: 'Bearer idem_not_a_token_we_issued' },
     executions: () => db.order.count({ where: { email } }),
     businessErrorInput: () => cart(1, 'tok_chargeDeclined'),
-    // The provider holds each charge 3 s: the claim is committed and the request is in flight (a wide margin:
-    // the 429 check needs all 20 first keys still in flight once it has seen them claimed).
-    withSlowExecution: (body) => withKnobs({ latencyMs: 3_000 }, body),
+    // The provider holds each charge's answer (after charging) until the check releases it: the claim is
+    // committed and the request is in flight for as long as the check needs.
+    withHeldExecutions: (body) =>
+      withKnobs({ chargeHold: true }, () =>
+        body({
+          reached: async (count) => {
+            const held = await providerCall(`/__charges/held?atLeast=${count}&timeoutMs=30000`, 'GET');
+            if (held.status !== 200)
+              throw new Error(`${count} charge(s) not held at the provider within 30 s`);
+          },
+          release: async () => {
+            const released = await providerCall('/__charges/release', 'POST');
+            if (released.status !== 200) throw new Error(`provider release: ${released.status}`);
+          },
+        }),
+      ),
     // The provider's next charge fails with a 500: the app answers 503 and releases the key.
     withTransientFailure: (body) => withKnobs({ failNext: 1 }, body),
     // placeOrder is external mode with the library's default cap.

@@ -699,13 +699,24 @@ describe('hostile webhooks', () => {
 // ------------------------------------------------------------------------------------ keys in flight cap
 
 describe('per-principal cap on keys in flight', () => {
-  async function setLatency(latencyMs: number) {
+  /** Every charge's answer waits at the provider (after charging) until releaseCharges(): keys stay in flight. */
+  async function holdCharges() {
     const response = await fetch(`${provider.url}/__knobs`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ latencyMs }),
+      body: JSON.stringify({ chargeHold: true }),
     });
     expect(response.status).toBe(200);
+  }
+
+  async function chargesHeldNow() {
+    const response = await fetch(`${provider.url}/__charges/held?atLeast=0`);
+    expect(response.status).toBe(200);
+    return ((await response.json()) as { held: number }).held;
+  }
+
+  async function releaseCharges() {
+    expect((await fetch(`${provider.url}/__charges/release`, { method: 'POST' })).status).toBe(200);
   }
 
   async function expectRefusedStoredNothing(sent: Sent, key: string, input: CartInput) {
@@ -720,7 +731,7 @@ describe('per-principal cap on keys in flight', () => {
   }
 
   it(`25 keys in flight at once for one principal → ${CAP} run, the 5 past the cap get 429 + Retry-After and store nothing`, async () => {
-    await setLatency(4_000); // the provider holds each charge's answer: the keys stay in flight
+    await holdCharges();
     const requests = Array.from({ length: 25 }, (_, index) => ({
       key: randomUUID(),
       input: cart(`cap-${run}-${index}@example.com`),
@@ -735,13 +746,16 @@ describe('per-principal cap on keys in flight', () => {
         settled = true;
       });
       pending.push(sent);
-      const deadline = Date.now() + 3_000;
-      while (!settled && (await processingKeysOf(capper.scope)) < Math.min(index + 1, CAP)) {
+      const deadline = Date.now() + 30_000;
+      // Within the cap: until it is claimed (its charge then waits at the provider). Past it: until refused.
+      const inFlight = async () => index < CAP && (await processingKeysOf(capper.scope)) > index;
+      while (!settled && !(await inFlight())) {
         if (Date.now() > deadline) throw new Error(`request ${index} neither claimed nor answered`);
         await sleep(10);
       }
     }
     expect(await processingKeysOf(capper.scope)).toBe(CAP);
+    await releaseCharges();
     const answers = await Promise.all(pending);
     const statuses = answers.map((answer) => answer.status);
     results.push({
@@ -760,7 +774,6 @@ describe('per-principal cap on keys in flight', () => {
     }
     expect(await db.order.count({ where: { principal: capper.scope } })).toBe(CAP);
 
-    await setLatency(0);
     // Nothing lost: the same caller, a fresh key — and a refused key retried later — both run.
     const fresh = await post({ token: capper.token, input: cart(`cap-${run}-fresh@example.com`) });
     expect(fresh.status).toBe(200);
@@ -774,15 +787,22 @@ describe('per-principal cap on keys in flight', () => {
   });
 
   it('25 keys of one principal in one burst → never a 5xx, at least the cap runs, every 429 stores nothing', async () => {
-    await setLatency(2_500);
+    await holdCharges();
     const burst = `${run}b${randomUUID().slice(0, 4)}`;
     const requests = Array.from({ length: 25 }, (_, index) => ({
       key: randomUUID(),
       input: cart(`cap-${burst}-${index}@example.com`),
     }));
-    const answers = await Promise.all(
-      requests.map((request) => post({ token: capper.token, key: request.key, input: request.input })),
+    let answered = 0;
+    const pending = requests.map((request) =>
+      post({ token: capper.token, key: request.key, input: request.input }).finally(() => {
+        answered += 1;
+      }),
     );
+    // Every request is either refused (answered) or charging (held): all 25 were open at once.
+    await expect.poll(async () => answered + (await chargesHeldNow()), { timeout: 30_000 }).toBe(25);
+    await releaseCharges();
+    const answers = await Promise.all(pending);
     const ok = answers.filter((answer) => answer.status === 200).length;
     const refused = answers.filter((answer) => answer.status === 429).length;
     console.log(
@@ -804,7 +824,6 @@ describe('per-principal cap on keys in flight', () => {
       if (request && answer.status === 429)
         await expectRefusedStoredNothing(answer, request.key, request.input);
     }
-    await setLatency(0);
     const summary = results.at(-1);
     if (summary) summary.followUp = await expectFollowUpSucceeds({ token: capper.token });
   });

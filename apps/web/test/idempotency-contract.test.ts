@@ -171,7 +171,12 @@ async function chargesFor(orderId: string) {
   return ((await response.json()) as { data: Array<{ id: string; status: string; amount: number }> }).data;
 }
 
-async function setKnobs(update: { latencyMs?: number; failNext?: number; dropResponseNext?: number }) {
+async function setKnobs(update: {
+  latencyMs?: number;
+  failNext?: number;
+  dropResponseNext?: number;
+  chargeHold?: boolean;
+}) {
   const response = await fetch(`${provider.url}/__knobs`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -515,10 +520,11 @@ describe('Idempotency-Key contract over real HTTP (POST /api/trpc/checkout.place
   it('row 9 — same key while the first is still running → 409 + Retry-After; afterwards the retry replays', async () => {
     const key = randomUUID();
     const input = cart();
-    await setKnobs({ latencyMs: 1_500 }); // the provider holds its answer (after charging)
+    await setKnobs({ chargeHold: true }); // the provider holds its answer (after charging) until released
 
     const firstPromise = post({ input, key });
-    await sleep(200);
+    const held = await fetch(`${provider.url}/__charges/held?atLeast=1&timeoutMs=30000`);
+    expect(held.status).toBe(200); // the first request is inside its procedure, mid-payment
     const second = await post({ input, key });
     expect(second.status).toBe(409);
     expect(second.headers.get('retry-after')).toMatch(/^\d+$/);
@@ -529,10 +535,10 @@ describe('Idempotency-Key contract over real HTTP (POST /api/trpc/checkout.place
       data: { code: 'CONFLICT', httpStatus: 409 },
     });
 
+    expect((await fetch(`${provider.url}/__charges/release`, { method: 'POST' })).status).toBe(200);
     const first = await firstPromise;
     expect(first.status).toBe(200);
     expectNoIdempotencyHeaders(first);
-    await fetch(`${provider.url}/__knobs`, { method: 'DELETE' });
 
     const retry = await post({ input, key });
     expect(retry.status).toBe(200);

@@ -4,7 +4,8 @@
  * every check of `@idem/idempotency/testing` that applies to a plain route as one test.
  *
  * The database server: the root test run's (`inject('postgresAdminUrl')`), else DATABASE_URL's. Faults are
- * injected from outside the app, in Postgres: a table lock keeps a request in flight, a trigger fails one.
+ * injected from outside the app, in Postgres: a table lock holds a request in flight until the check lets it
+ * go, a trigger fails one.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -12,7 +13,11 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
-import { type ConformanceTarget, registerIdempotencyConformance } from '@idem/idempotency/testing';
+import {
+  type ConformanceTarget,
+  type ExecutionGate,
+  registerIdempotencyConformance,
+} from '@idem/idempotency/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { demoTokens } from '../src/auth.ts';
@@ -108,20 +113,33 @@ afterAll(async () => {
 });
 
 /**
- * Holds a SHARE lock on `notes` for `holdMs` while `run` sends its requests: a note's INSERT waits for it, so
- * the request that claimed the key stays in flight (its claim uncommitted) for about that long.
+ * Holds every note INSERT behind a table lock until the check releases it, so a request stays in flight for as
+ * long as the check needs; `reached(n)` resolves once n backends wait for that lock.
  */
-async function withNotesLocked<T>(holdMs: number, run: () => Promise<T>): Promise<T> {
-  return withClient(databaseUrl, async (client) => {
-    await client.query('begin');
-    await client.query('lock table notes in share mode');
-    const released = new Promise<void>((resolve) => setTimeout(resolve, holdMs)).then(async () => {
-      await client.query('commit');
-    });
-    try {
-      return await run();
-    } finally {
+async function withNotesHeld<T>(run: (gate: ExecutionGate) => Promise<T>): Promise<T> {
+  return withClient(databaseUrl, async (locker) => {
+    await locker.query('begin');
+    await locker.query('lock table notes in share mode');
+    let released: Promise<unknown> | undefined;
+    const release = async () => {
+      released ??= locker.query('commit');
       await released;
+    };
+    const waiting = async () => {
+      const { rows } = await locker.query<{ n: number }>(
+        "select count(*)::int as n from pg_locks where relation = 'notes'::regclass and not granted",
+      );
+      return rows[0]?.n ?? 0;
+    };
+    try {
+      return await run({
+        reached: async (count) => {
+          while ((await waiting()) < count) await new Promise((resolve) => setTimeout(resolve, 20));
+        },
+        release,
+      });
+    } finally {
+      await release();
     }
   });
 }
@@ -161,7 +179,7 @@ const target: ConformanceTarget<{ text: string }> = {
   unauthenticatedHeaders: {},
   executions: () => db.note.count(),
   businessErrorInput: () => ({ text: TAKEN_TEXT }),
-  withSlowExecution: (run) => withNotesLocked(1_200, run),
+  withHeldExecutions: withNotesHeld,
   withTransientFailure: withNoteInsertsFailing,
   // Transactional mode: no inFlightCap (a claim is invisible to the count until it commits).
   get store() {

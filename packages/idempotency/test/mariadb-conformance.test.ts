@@ -14,6 +14,7 @@ import {
   type ConformanceCheckId,
   type ConformanceReport,
   type ConformanceTarget,
+  createInProcessGate,
   formatConformanceReport,
   runIdempotencyConformance,
 } from '../src/testing/index.ts';
@@ -36,7 +37,6 @@ afterAll(async () => {
 });
 
 const IN_FLIGHT_CAP = 4;
-const SLOW_MS = 1_000;
 type Mode = 'external' | 'transactional';
 
 interface AppContext {
@@ -63,12 +63,12 @@ async function startApp(mode: Mode, { protectedByMiddleware = true } = {}) {
     isBatched: (ctx) => ctx.batched,
     defaults: { maxInFlightPerScope: IN_FLIGHT_CAP },
   });
-  const knobs = { executions: 0, slow: false, failing: false };
+  const knobs = { executions: 0, gate: createInProcessGate(), failing: false };
 
   /** The effect: one order row, written through the claim's transaction when there is one. */
   async function placeOrder(input: Order, on: Pick<Db, '$executeRawUnsafe'>) {
     knobs.executions += 1;
-    if (knobs.slow) await new Promise((resolve) => setTimeout(resolve, SLOW_MS));
+    await knobs.gate.pass();
     if (knobs.failing) throw new Error('simulated outage');
     if (input.sku === 'declined') throw new TRPCError({ code: 'PAYMENT_REQUIRED', message: 'Declined' });
     await on.$executeRawUnsafe(
@@ -136,14 +136,7 @@ async function startApp(mode: Mode, { protectedByMiddleware = true } = {}) {
     unauthenticatedHeaders: {},
     executions: async () => knobs.executions,
     businessErrorInput: () => ({ sku: 'declined', quantity: 1 }),
-    async withSlowExecution(run) {
-      knobs.slow = true;
-      try {
-        return await run();
-      } finally {
-        knobs.slow = false;
-      }
-    },
+    withHeldExecutions: (run) => knobs.gate.holdWhile(run),
     async withTransientFailure(run) {
       knobs.failing = true;
       try {

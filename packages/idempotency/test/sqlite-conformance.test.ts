@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { createSqliteIdempotencyStore, type PrismaTransactionLike } from '../src/sqlite/index.ts';
 import {
   type ConformanceTarget,
+  createInProcessGate,
   formatConformanceReport,
   runIdempotencyConformance,
 } from '../src/testing/index.ts';
@@ -31,7 +32,6 @@ afterAll(async () => {
 });
 
 const IN_FLIGHT_CAP = 4;
-const SLOW_MS = 1_000;
 type Mode = 'external' | 'transactional' | 'no-middleware';
 
 interface AppContext {
@@ -56,10 +56,10 @@ async function startApp(mode: Mode) {
     isBatched: (ctx) => ctx.batched,
     defaults: { maxInFlightPerScope: IN_FLIGHT_CAP },
   });
-  const knobs = { executions: 0, slow: false, failing: false };
+  const knobs = { executions: 0, gate: createInProcessGate(), failing: false };
   async function placeOrder(input: Order) {
     knobs.executions += 1;
-    if (knobs.slow) await new Promise((resolve) => setTimeout(resolve, SLOW_MS));
+    await knobs.gate.pass();
     if (knobs.failing) throw new Error('simulated outage');
     if (input.sku === 'declined') throw new TRPCError({ code: 'PAYMENT_REQUIRED', message: 'Declined' });
     return { orderNumber: knobs.executions, total: 42n * BigInt(input.quantity), at: new Date() };
@@ -100,7 +100,7 @@ async function startApp(mode: Mode) {
   const { port } = server.address() as AddressInfo;
   const scopes = [uniqueScope(), uniqueScope()] as const;
   const withKnob =
-    (knob: 'slow' | 'failing') =>
+    (knob: 'failing') =>
     async <T>(run: () => Promise<T>) => {
       knobs[knob] = true;
       try {
@@ -123,7 +123,7 @@ async function startApp(mode: Mode) {
     unauthenticatedHeaders: {},
     executions: async () => knobs.executions,
     businessErrorInput: () => ({ sku: 'declined', quantity: 1 }),
-    withSlowExecution: withKnob('slow'),
+    withHeldExecutions: (run) => knobs.gate.holdWhile(run),
     withTransientFailure: withKnob('failing'),
     ...(mode === 'external' ? { inFlightCap: IN_FLIGHT_CAP } : {}),
     store,

@@ -16,6 +16,8 @@ import {
   type ConformanceCheckResult,
   type ConformanceReport,
   type ConformanceTarget,
+  createInProcessGate,
+  type ExecutionGate,
   formatConformanceReport,
   registerIdempotencyConformance,
   runIdempotencyConformance,
@@ -35,7 +37,6 @@ afterAll(async () => {
 
 /** Small, so the 429 check needs few requests. */
 const IN_FLIGHT_CAP = 4;
-const SLOW_MS = 1_000;
 
 type Mode = 'external' | 'transactional';
 /** One fault per control app; a correct app has none. */
@@ -74,11 +75,11 @@ async function startApp(mode: Mode, fault?: Fault) {
       ...(fault === 'errors-not-stored' ? { storedErrorCodes: [] } : {}),
     },
   });
-  const knobs = { executions: 0, slow: false, failing: false };
+  const knobs = { executions: 0, gate: createInProcessGate(), failing: false };
 
   async function placeOrder(input: Order) {
     knobs.executions += 1;
-    if (knobs.slow) await new Promise((resolve) => setTimeout(resolve, SLOW_MS));
+    await knobs.gate.pass();
     if (knobs.failing) throw new Error('simulated outage');
     if (input.sku === 'declined') throw new TRPCError({ code: 'PAYMENT_REQUIRED', message: 'Declined' });
     return { orderNumber: knobs.executions, total: 42n * BigInt(input.quantity), at: new Date() };
@@ -135,14 +136,10 @@ async function startApp(mode: Mode, fault?: Fault) {
     unauthenticatedHeaders: {},
     executions: async () => knobs.executions,
     businessErrorInput: () => ({ sku: 'declined', quantity: 1 }),
-    async withSlowExecution(run) {
-      knobs.slow = fault !== 'slow-seam-does-nothing';
-      try {
-        return await run();
-      } finally {
-        knobs.slow = false;
-      }
-    },
+    // The control's seam is the latency kind (withSlowExecution) that forgets to slow anything down.
+    ...(fault === 'slow-seam-does-nothing'
+      ? { withSlowExecution: <T>(run: () => Promise<T>) => run() }
+      : { withHeldExecutions: <T>(run: (gate: ExecutionGate) => Promise<T>) => knobs.gate.holdWhile(run) }),
     async withTransientFailure(run) {
       knobs.failing = true;
       try {
@@ -325,7 +322,7 @@ function lazily(): ConformanceTarget<Order> {
     },
     unauthenticatedHeaders: {},
     executions: () => get().executions(),
-    withSlowExecution: (run) => get().withSlowExecution?.(run) ?? run(),
+    withHeldExecutions: (run) => get().withHeldExecutions?.(run) ?? Promise.reject(new Error('no gate')),
     inFlightCap: IN_FLIGHT_CAP,
     get store() {
       return get().store;

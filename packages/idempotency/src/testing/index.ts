@@ -6,6 +6,7 @@
  */
 export { type ConformanceCheck, ConformanceCheckId } from './check.ts';
 export { conformanceChecks } from './checks/index.ts';
+export { createInProcessGate, type ExecutionGate, type InProcessGate } from './gate.ts';
 export {
   type RegisterConformanceOptions,
   registerIdempotencyConformance,

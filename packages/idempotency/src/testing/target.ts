@@ -7,6 +7,7 @@
  * for values that exist only once the server has started.
  */
 import type { IdempotencyRecord, RecordKey } from '../core/record.ts';
+import type { ExecutionGate } from './gate.ts';
 
 /** The parts of a fetch `Response` the kit reads. */
 export interface ConformanceResponse {
@@ -85,13 +86,21 @@ export interface ConformanceTarget<TInput> {
    */
   withSlowExecution?<T>(run: () => Promise<T>): Promise<T>;
   /**
+   * Runs `run` while the procedure's executions that start inside it stop at a gate (after their claim) until
+   * the check calls `gate.release()`, and tell the check how many wait there (`gate.reached(n)`). Preferred
+   * over `withSlowExecution`: the in-flight checks then wait on events, so a busy machine cannot make an
+   * execution finish before the check looked at it. `createInProcessGate()` is one for an app in the test's
+   * process; a fake downstream service can offer the same over HTTP. When both are given, this one is used.
+   */
+  withHeldExecutions?<T>(run: (gate: ExecutionGate) => Promise<T>): Promise<T>;
+  /**
    * Runs `run` while the procedure's executions fail transiently (a 5xx: a downstream outage, a database error).
    * Enables the check that such a failure is not stored: the retry with the same key runs again.
    */
   withTransientFailure?<T>(run: () => Promise<T>): Promise<T>;
   /**
    * The procedure's `maxInFlightPerScope` when it applies (external mode; transactional claims are invisible to
-   * the count until they commit). Enables the 429 check; needs `withSlowExecution`.
+   * the count until they commit). Enables the 429 check; needs `withHeldExecutions` or `withSlowExecution`.
    */
   inFlightCap?: number;
   /**
@@ -109,9 +118,12 @@ export interface ConformanceOptions {
   maxRetries?: number;
   /** Upper bound on one wait before retrying a 409, whatever its Retry-After says. Default 2 000 ms. */
   maxRetryWaitMs?: number;
-  /** In-flight check: how long after the first request its duplicate is sent. Default 200 ms. */
+  /** In-flight check with `withSlowExecution`: how long after the first request its duplicate is sent. Default 200 ms. */
   inFlightProbeDelayMs?: number;
-  /** 429 check, without `store`: how long to let the first requests claim their keys. Default 500 ms. */
+  /**
+   * 429 check with `withSlowExecution` and without `store`: how long to let the first requests claim their keys.
+   * Default 500 ms.
+   */
   capSettleMs?: number;
 }
 

@@ -13,13 +13,12 @@ import { Hono } from 'hono';
 import { createExpressIdempotency } from '../../src/express/index.ts';
 import { createFetchIdempotency } from '../../src/fetch/index.ts';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../../src/prisma/index.ts';
-import type { ConformanceTarget } from '../../src/testing/index.ts';
+import { type ConformanceTarget, createInProcessGate, type InProcessGate } from '../../src/testing/index.ts';
 import { uniqueScope, uniqueTableName } from './db.ts';
 
 export type Adapter = 'fetch' | 'express';
 export type Mode = 'transactional' | 'external';
 export const IN_FLIGHT_CAP = 4;
-const SLOW_MS = 1_000;
 export const PROCEDURE = 'orders.create';
 
 export interface Order {
@@ -30,7 +29,8 @@ export interface Order {
 type Writer = Pick<Database, '$executeRawUnsafe'>;
 
 interface Knobs {
-  slow: boolean;
+  /** Held executions stop here (after their claim) until the conformance check releases them. */
+  gate: InProcessGate;
   failing: boolean;
 }
 
@@ -44,7 +44,7 @@ async function placeOrder(writer: Writer, table: string, app: string, body: unkn
     (order.quantity ?? 0) < 1
   )
     return { status: 400, json: { error: 'sku (non-empty) and quantity (≥ 1) are required' } };
-  if (knobs.slow) await new Promise((resolve) => setTimeout(resolve, SLOW_MS));
+  await knobs.gate.pass();
   if (knobs.failing) return { status: 503, json: { error: 'downstream unavailable' } };
   if (order.sku === 'declined') return { status: 402, json: { error: 'card declined' } };
   const rows = (await writer.$executeRawUnsafe(
@@ -84,7 +84,7 @@ export async function startHttpApp(
   { protected: isProtected = true } = {},
 ): Promise<StartedApp> {
   const app = uniqueScope();
-  const knobs: Knobs = { slow: false, failing: false };
+  const knobs: Knobs = { gate: createInProcessGate(), failing: false };
   const store = createPrismaIdempotencyStore(db);
   const options = { procedure: PROCEDURE, maxInFlightPerScope: IN_FLIGHT_CAP };
   const onError = () => {};
@@ -115,14 +115,7 @@ export async function startHttpApp(
       return Number(row?.count ?? 0);
     },
     businessErrorInput: () => ({ sku: 'declined', quantity: 1 }),
-    async withSlowExecution(run) {
-      knobs.slow = true;
-      try {
-        return await run();
-      } finally {
-        knobs.slow = false;
-      }
-    },
+    withHeldExecutions: (run) => knobs.gate.holdWhile(run),
     async withTransientFailure(run) {
       knobs.failing = true;
       try {

@@ -16,24 +16,44 @@ import {
   sleep,
 } from '../check.ts';
 import { describeSent, isConflict, isFresh, isReplay, type Sent } from '../client.ts';
+import type { ExecutionGate } from '../gate.ts';
 
 export const inFlight: ConformanceCheck = {
   id: ConformanceCheckId.inFlight,
   title:
     'same key while the first is still running → 409 + Retry-After (or a wait and a replay), never a second run',
   unavailableReason: (target) =>
-    target.withSlowExecution ? null : 'give withSlowExecution(run) (keep the first request in flight ≈ 1 s)',
+    target.withHeldExecutions || target.withSlowExecution
+      ? null
+      : 'give withHeldExecutions(run) or withSlowExecution(run) (keep the first request in flight)',
   async run(context) {
     const { target } = context;
-    if (!target.withSlowExecution) return fail('no withSlowExecution');
     const key = context.newKey();
     const input = context.target.input();
-    const { first, duplicate } = await target.withSlowExecution(async () => {
-      const firstAnswer = inBackground(context.client.post({ key, input }));
-      await sleep(context.options.inFlightProbeDelayMs);
-      const duplicateAnswer = await context.client.post({ key, input });
-      return { first: await firstAnswer, duplicate: duplicateAnswer };
-    });
+    const post = () => inBackground(context.client.post({ key, input }));
+    let pair: { first: Sent; duplicate: Sent };
+    if (target.withHeldExecutions) {
+      pair = await target.withHeldExecutions(async (gate) => {
+        const firstAnswer = post();
+        await reachedInTime(gate, 1, 'the first request');
+        const duplicateAnswer = post();
+        // A 409 comes back at once; an app that makes the duplicate wait answers only once the first is done:
+        // the first goes on when the duplicate has answered or has waited a while (a replay either way).
+        await Promise.race([duplicateAnswer.catch(() => {}), sleep(DUPLICATE_PATIENCE_MS)]);
+        await gate.release();
+        return { first: await firstAnswer, duplicate: await duplicateAnswer };
+      });
+    } else if (target.withSlowExecution) {
+      pair = await target.withSlowExecution(async () => {
+        const firstAnswer = post();
+        await sleep(context.options.inFlightProbeDelayMs);
+        const duplicateAnswer = await context.client.post({ key, input });
+        return { first: await firstAnswer, duplicate: duplicateAnswer };
+      });
+    } else {
+      return fail('no withHeldExecutions or withSlowExecution');
+    }
+    const { first, duplicate } = pair;
     expectFresh(first, 'first request');
     if (duplicate.sentAt >= first.receivedAt)
       fail(
@@ -72,25 +92,46 @@ export const inFlightCap: ConformanceCheck = {
   unavailableReason: (target) =>
     target.inFlightCap === undefined
       ? 'give inFlightCap (the procedure’s maxInFlightPerScope, external mode)'
-      : target.withSlowExecution
+      : target.withHeldExecutions || target.withSlowExecution
         ? null
-        : 'give withSlowExecution(run) as well (the first keys must stay in flight)',
+        : 'give withHeldExecutions(run) or withSlowExecution(run) as well (the first keys must stay in flight)',
   async run(context) {
     const { target } = context;
     const cap = target.inFlightCap;
-    if (!target.withSlowExecution || cap === undefined) return fail('no withSlowExecution or inFlightCap');
+    if (cap === undefined) return fail('no inFlightCap');
     const held = Array.from({ length: cap }, () => ({ key: context.newKey(), input: target.input() }));
     const extraKey = context.newKey();
     const extraInput = target.input();
-    const { answers, extra } = await target.withSlowExecution(async () => {
-      const holders = inBackground(Promise.all(held.map((request) => context.client.post(request))));
-      await waitUntilClaimed(
-        context,
-        held.map((request) => request.key),
-      );
-      const extraAnswer = await context.client.post({ key: extraKey, input: extraInput });
-      return { answers: await holders, extra: extraAnswer };
-    });
+    const sendHeld = () => inBackground(Promise.all(held.map((request) => context.client.post(request))));
+    let outcome: { answers: Sent[]; extra: Sent };
+    if (target.withHeldExecutions) {
+      outcome = await target.withHeldExecutions(async (gate) => {
+        const holders = sendHeld();
+        await reachedInTime(gate, cap, `${cap} requests with new keys`);
+        const extraAnswer = inBackground(context.client.post({ key: extraKey, input: extraInput }));
+        // Within the cap the extra key is refused at once; if it runs instead, it stops at the gate too.
+        const ranPastTheCap = await Promise.race([
+          extraAnswer.then(() => false),
+          gate.reached(cap + 1).then(() => true),
+        ]);
+        await gate.release();
+        if (ranPastTheCap) fail(`key ${cap + 1} started executing while ${cap} keys were in flight`);
+        return { answers: await holders, extra: await extraAnswer };
+      });
+    } else if (target.withSlowExecution) {
+      outcome = await target.withSlowExecution(async () => {
+        const holders = sendHeld();
+        await waitUntilClaimed(
+          context,
+          held.map((request) => request.key),
+        );
+        const extraAnswer = await context.client.post({ key: extraKey, input: extraInput });
+        return { answers: await holders, extra: extraAnswer };
+      });
+    } else {
+      return fail('no withHeldExecutions or withSlowExecution');
+    }
+    const { answers, extra } = outcome;
 
     expectStatus(extra, 429, `key ${cap + 1} while ${cap} are in flight`);
     if (!/^\d+$/.test(extra.retryAfter ?? ''))
@@ -106,6 +147,25 @@ export const inFlightCap: ConformanceCheck = {
     return `${cap} keys in flight → key ${cap + 1}: 429 + Retry-After: ${extra.retryAfter}; it ran later`;
   },
 };
+
+/** How long a duplicate may wait for the first request before the gate lets the first one go. */
+const DUPLICATE_PATIENCE_MS = 2_000;
+/** How long requests may take to reach the gate: far beyond any machine, short of a runner's test timeout. */
+const REACH_TIMEOUT_MS = 30_000;
+
+/** Waits until `count` executions wait at the gate; fails (and lets them go) if they never get there. */
+async function reachedInTime(gate: ExecutionGate, count: number, what: string) {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), REACH_TIMEOUT_MS);
+  });
+  const reached = await Promise.race([gate.reached(count).then(() => true), timedOut]);
+  clearTimeout(timer);
+  if (!reached) {
+    await gate.release();
+    fail(`${what} did not reach withHeldExecutions' gate within ${REACH_TIMEOUT_MS / 1000} s`);
+  }
+}
 
 /**
  * Marks a promise that is awaited later as handled now, so that a failure while the check does something else
