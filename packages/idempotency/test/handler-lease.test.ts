@@ -73,8 +73,8 @@ async function databaseClockAdvances(seconds: number): Promise<void> {
 }
 
 describe('lease renewal', () => {
-  // Renewed every 0.5 s: a renewal statement delayed by a loaded machine still lands well inside the lease.
-  const leaseSeconds = 1.5;
+  // Renewed every second: only a renewal stalled 2 s by a loaded machine could let the lease end.
+  const leaseSeconds = 3;
   const options = resolveOptions({ leaseSeconds });
 
   /** The first run stays in its procedure past its first lease, then a duplicate arrives; what happens to it? */

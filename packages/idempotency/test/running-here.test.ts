@@ -17,20 +17,36 @@ import {
   type StoredResponse,
 } from '../src/index.ts';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../src/prisma/index.ts';
-import { connectWithOwnTable, deferred, sleep, uniqueScope } from './support/db.ts';
+import { connect, connectWithOwnTable, deferred, sleep, uniqueScope } from './support/db.ts';
 import { caught, watchSettled } from './support/promises.ts';
 
 type Store = IdempotencyStore<PrismaTransactionLike<Database>>;
 const POOL = 3;
 let db: Database;
 let store: Store;
+/** Outside the pool under test: sees which of its connections are inside a claim (see claimsOpen). */
+let observer: Database;
+let keyTable: string;
 beforeAll(async () => {
   db = await connectWithOwnTable(POOL);
   store = createPrismaIdempotencyStore(db);
+  observer = connect(1);
+  const [row] = await db.$queryRaw<Array<{ schema: string }>>`select current_schema() as schema`;
+  keyTable = `"${row?.schema}".idempotency_keys`;
 });
 afterAll(async () => {
   await db.$disconnect();
+  await observer.$disconnect();
 });
+
+/** How many connections hold a claim's write lock on this file's key table (a claim in an open transaction). */
+async function claimsOpen(): Promise<number> {
+  const [row] = await observer.$queryRawUnsafe<Array<{ n: number }>>(
+    `select count(distinct pid)::int as n from pg_locks
+      where relation = '${keyTable}'::regclass and mode = 'RowExclusiveLock' and granted`,
+  );
+  return row?.n ?? 0;
+}
 
 const options = resolveOptions();
 const output = (body: string): StoredResponse => ({ kind: 'output', httpStatus: 200, body });
@@ -68,10 +84,11 @@ describe('duplicates of a request running in this process', () => {
       const duplicates = Array.from({ length: 6 }, () =>
         handleTransactional(control ? { ...store } : store, options, request, first.run),
       );
-      await sleep(100);
+      // Control: the duplicates take the pool's other connections, each waiting on the first one's row.
+      if (control) await expect.poll(claimsOpen).toBe(POOL);
       const other = watchSettled(handleTransactional(store, options, newRequest(), procedure('other').run));
       if (control) {
-        // The duplicates hold the pool's other connections, waiting on the first one's row.
+        // The pool is dry: nothing frees a connection before the first one ends.
         await sleep(500);
         expect(other.settled()).toBe(false);
       } else {

@@ -188,7 +188,8 @@ describe('external mode', () => {
       async (attempt) => {
         if (attempt === 1) await gate.promise;
       },
-      { leaseSeconds: 1 },
+      // Long enough that the control below always sees it live; the test ends it in the database.
+      { leaseSeconds: 60 },
       // The lease must end while the first request still runs: renewal off, from the test side.
       { leaseRenewal: false },
     );
@@ -198,14 +199,13 @@ describe('external mode', () => {
 
     // Control: while the lease is live, a retry gets 409.
     expect((await trpcFailure(call(requestContext(key, principal)))).code).toBe('CONFLICT');
-    // Wait until the database says the lease is over.
-    await waitUntil(async () => {
-      const rows = await db.$queryRawUnsafe<Array<{ over: boolean }>>(
-        'select locked_until <= now() as over from idempotency_keys where scope = $1',
+    // The lease ends: its end moves into the past (as if 60 s went by).
+    expect(
+      await db.$executeRawUnsafe(
+        "update idempotency_keys set locked_until = now() - interval '1 second' where scope = $1",
         principal,
-      );
-      return rows[0]?.over === true;
-    }, 3_000);
+      ),
+    ).toBe(1);
 
     const retry = await call(requestContext(key, principal));
     expect(retry.attempt).toBe(2);
@@ -229,12 +229,13 @@ describe('external mode', () => {
         async (attempt) => {
           if (attempt === 1) await gate.promise;
         },
-        { leaseSeconds: 1 },
+        // Renewed every second: only a 3 s stall of this process could let a renewed lease end.
+        { leaseSeconds: 3 },
         storeOptions,
       );
       const first = call(requestContext(key, principal));
       await waitUntil(() => charges.length === 1);
-      await sleep(1_600); // longer than the whole lease
+      await sleep(3_600); // longer than the whole lease
       const retry = await call(requestContext(key, principal)).then(
         (result) => `ran attempt ${result.attempt}`,
         (error: unknown) => (error instanceof TRPCError ? error.code : String(error)),
