@@ -114,6 +114,8 @@ export async function startProvider(options: ProviderOptions): Promise<RunningPr
     closingDone ??= (async () => {
       closing = true;
       for (const res of pending) if (!res.headersSent) res.setHeader('Connection', 'close');
+      // Held charge responses go out now: a test's hold must not keep the process from stopping.
+      knobs?.charges.release();
       const serverClosed = new Promise<void>((resolve) => {
         const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
         server.close(() => {

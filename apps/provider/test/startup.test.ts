@@ -98,11 +98,12 @@ describe('startProvider', () => {
     await fetch(`${p.url}/__knobs`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ latencyMs: 300 }),
+      body: JSON.stringify({ chargeHold: true }),
     });
     const pending = postCharge(p.url, validCharge(uniqueOrder()));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    await p.close();
+    // The charge is committed and its response waits: a request in flight when close() starts.
+    expect((await fetch(`${p.url}/__charges/held?atLeast=1&timeoutMs=30000`)).status).toBe(200);
+    await p.close(); // lets the held response go, and waits for it
     expect((await pending).status).toBe(200);
   });
 });
