@@ -25,8 +25,12 @@ async function expectOneOrderOneCharge(orders: string[], orderId: string) {
   expect(await chargesForOrder(orderId)).toEqual([expect.objectContaining({ status: 'succeeded' })]);
 }
 
-/** Clicks Pay `times` times in one synchronous burst, re-enabling the button before each click. */
+/**
+ * Clicks Pay `times` times in one synchronous burst, re-enabling the button before each click; once the page
+ * shows it (a page that has just loaded may not have rendered its form yet).
+ */
 async function burstClickPay(page: Page, times: number) {
+  await expect(payButton(page)).toBeEnabled();
   await page.evaluate((count) => {
     const button = document.querySelector<HTMLButtonElement>('form button[type="submit"]');
     if (!button) throw new Error('no Pay button');
@@ -190,6 +194,8 @@ test('two tabs paying the same cart at once: one order, both tabs show it', asyn
   // button to be stable, and by then the other tab's attempt may already relabel it "being paid in another tab").
   const sentByFirst = countPlaceOrderRequests(page);
   const sentBySecond = countPlaceOrderRequests(second);
+  // Both forms ready first, so neither burst waits while the other tab has already paid.
+  await Promise.all([expect(payButton(page)).toBeEnabled(), expect(payButton(second)).toBeEnabled()]);
   await Promise.all([burstClickPay(page, 1), burstClickPay(second, 1)]);
   const [first, other] = await Promise.all([expectConfirmation(page), expectConfirmation(second)]);
   expect(other).toBe(first);
