@@ -14,6 +14,7 @@ import { workFulfilment } from './jobs/fulfilment.ts';
 import {
   DEFAULT_RECONCILE_CRON,
   fulfilmentEnqueuer,
+  fulfilmentJobStatesOf,
   type ReconcileOptions,
   scheduleReconcile,
   workReconcile,
@@ -94,7 +95,13 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         'listCharges' in options.provider ? options.provider : createProviderClient(options.provider);
       await workReconcile(
         boss,
-        { db, provider, enqueueFulfilment: fulfilmentEnqueuer(boss), log },
+        {
+          db,
+          provider,
+          enqueueFulfilment: fulfilmentEnqueuer(boss),
+          fulfilmentJobStates: fulfilmentJobStatesOf(boss),
+          log,
+        },
         { ...options.reconcile, pollingIntervalSeconds },
       );
       await scheduleReconcile(
@@ -169,5 +176,11 @@ export {
   refundLateCharges,
   runReconcile,
 } from './jobs/reconcile.ts';
+export {
+  type StrandedPaidDeps,
+  type StrandedPaidOptions,
+  type StrandedPaidSummary,
+  shipStrandedPaidOrders,
+} from './jobs/stranded-paid.ts';
 export { consoleLogger, type Logger } from './log.ts';
 export { NO_TEST_HOOKS, type WorkerTestHooks } from './test-hooks.ts';

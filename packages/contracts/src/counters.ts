@@ -22,6 +22,8 @@ export const PersistedCounter = {
   reconcileAnomalies: 'reconcile_anomalies',
   /** Charges that succeeded on an order the reconciler had given up, refunded by it (an anomaly each). */
   lateChargesRefunded: 'late_charges_refunded',
+  /** Paid orders that had gone unshipped with no live fulfilment job, given one by the reconciler. */
+  strandedPaidRequeued: 'stranded_paid_requeued',
 } as const;
 
 export type PersistedCounterName = (typeof PersistedCounter)[keyof typeof PersistedCounter];
@@ -45,6 +47,7 @@ export const WorkerCounter = {
   },
   reconcileAnomalies: { name: PersistedCounter.reconcileAnomalies, label: '' },
   lateChargesRefunded: { name: PersistedCounter.lateChargesRefunded, label: '' },
+  strandedPaidRequeued: { name: PersistedCounter.strandedPaidRequeued, label: '' },
 } as const satisfies Record<string, CounterId | Record<string, CounterId>>;
 
 /** Anything that runs raw SQL: a Prisma client or an interactive transaction. */

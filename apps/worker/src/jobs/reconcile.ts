@@ -20,7 +20,7 @@
 
 import { incrementCounter, providerRefundKey, WorkerCounter } from '@idem/contracts';
 import type { Database, Prisma } from '@idem/db';
-import { enqueueFulfilment, type PgBoss, prismaTransactionDb, Queue } from '@idem/jobs';
+import { enqueueFulfilment, findFulfilmentJobs, type PgBoss, prismaTransactionDb, Queue } from '@idem/jobs';
 import {
   answerFromCharges,
   markOrderPaid,
@@ -33,6 +33,12 @@ import {
   recordPayment,
 } from '@idem/payments';
 import type { Logger } from '../log.ts';
+import {
+  type StrandedPaidDeps,
+  type StrandedPaidOptions,
+  type StrandedPaidSummary,
+  shipStrandedPaidOrders,
+} from './stranded-paid.ts';
 
 export const DEFAULT_RECONCILE_CRON = '* * * * *';
 
@@ -42,7 +48,10 @@ export interface ReconcileOptions {
    * checkout's 10 s provider timeout and its 30 s lease, so no live request can still be charging it.
    */
   settleAfterSeconds?: number;
-  /** Orders per run. Default 100. */
+  /**
+   * Pending orders settled per run; also the page size of the late-charge sweep, which visits every order in
+   * its window each run. Default 100.
+   */
   batchSize?: number;
   /**
    * How long an order flagged as an anomaly (a succeeded charge that does not match it) waits before the
@@ -249,50 +258,69 @@ export interface LateChargeSummary {
   unavailable: number;
 }
 
-/** Refunds every succeeded charge that landed on an order the reconciler gave up within the window. */
+/**
+ * Refunds every succeeded charge that landed on an order the reconciler gave up within the window. Every such
+ * order is asked about in every run, in keyset pages of `batchSize` (given up earliest first): after an outage,
+ * when late charges happen, no number of newer cancellations pushes an older one out of the sweep.
+ */
 export async function refundLateCharges(
   deps: LateChargeDeps,
   options: ReconcileOptions = {},
 ): Promise<LateChargeSummary> {
   const summary: LateChargeSummary = { checked: 0, refunded: 0, unavailable: 0 };
   const windowSeconds = options.lateChargeWindowSeconds ?? 3_600;
-  const givenUp = await deps.db.$queryRaw<Array<{ id: string }>>`
-    select id::text from orders
-     where status = 'payment_failed' and reconciled_outcome = ${ReconcileOutcome.abandoned}
-       and reconciled_at > now() - make_interval(secs => ${windowSeconds})
-     order by reconciled_at desc
-     limit ${options.batchSize ?? 100}`;
-  for (const { id } of givenUp) {
-    summary.checked += 1;
-    try {
-      const late = (await deps.provider.listCharges(id)).filter(
-        (charge) => charge.status === 'succeeded' && !charge.refunded,
-      );
-      for (const charge of late) {
-        await deps.provider.refund({ chargeId: charge.id, idempotencyKey: providerRefundKey(charge.id) });
-        await incrementCounter(deps.db, WorkerCounter.lateChargesRefunded);
-        summary.refunded += 1;
-        deps.log.error(
-          `reconcile ${id}: ANOMALY — charge ${charge.id} (${charge.amount} ${charge.currency}) landed after the order was given up; refunded`,
-        );
-      }
-    } catch (error) {
-      // Any failure leaves the order for the next run and lets the rest of the batch go on.
-      summary.unavailable += 1;
-      deps.log.error(`reconcile ${id}: the late-charge check failed; next run retries`, error);
-    }
+  const batchSize = options.batchSize ?? 100;
+  // The window's start is fixed once per run, so a page boundary never moves while the run pages.
+  const [{ since } = { since: new Date() }] = await deps.db.$queryRaw<Array<{ since: Date }>>`
+    select now() - make_interval(secs => ${windowSeconds}) as since`;
+  let cursor = { at: since, id: '00000000-0000-0000-0000-000000000000' };
+  for (;;) {
+    const page: Array<{ id: string; reconciled_at: Date }> = await deps.db.$queryRaw`
+      select id::text, reconciled_at from orders
+       where status = 'payment_failed' and reconciled_outcome = ${ReconcileOutcome.abandoned}
+         and (reconciled_at, id) > (${cursor.at}, ${cursor.id}::uuid)
+       order by reconciled_at, id
+       limit ${batchSize}`;
+    for (const { id } of page) await refundLateChargesOf(deps, id, summary);
+    const last = page.at(-1);
+    if (!last || page.length < batchSize) return summary;
+    cursor = { at: last.reconciled_at, id: last.id };
   }
-  return summary;
 }
 
-/** One scheduled run: settle the pending orders, then refund what landed on orders given up recently. */
+async function refundLateChargesOf(deps: LateChargeDeps, id: string, summary: LateChargeSummary) {
+  summary.checked += 1;
+  try {
+    const late = (await deps.provider.listCharges(id)).filter(
+      (charge) => charge.status === 'succeeded' && !charge.refunded,
+    );
+    for (const charge of late) {
+      await deps.provider.refund({ chargeId: charge.id, idempotencyKey: providerRefundKey(charge.id) });
+      await incrementCounter(deps.db, WorkerCounter.lateChargesRefunded);
+      summary.refunded += 1;
+      deps.log.error(
+        `reconcile ${id}: ANOMALY — charge ${charge.id} (${charge.amount} ${charge.currency}) landed after the order was given up; refunded`,
+      );
+    }
+  } catch (error) {
+    // Any failure leaves the order for the next run and lets the rest go on.
+    summary.unavailable += 1;
+    deps.log.error(`reconcile ${id}: the late-charge check failed; next run retries`, error);
+  }
+}
+
+/**
+ * One scheduled run: settle the pending orders, refund what landed on orders given up recently, then queue
+ * fulfilment for paid orders that have none.
+ */
 export async function runReconcile(
-  deps: ReconcileDeps & LateChargeDeps,
-  options: ReconcileOptions = {},
-): Promise<{ pending: ReconcileSummary; lateCharges: LateChargeSummary }> {
+  deps: ReconcileDeps & LateChargeDeps & StrandedPaidDeps,
+  options: ReconcileOptions & StrandedPaidOptions = {},
+): Promise<{ pending: ReconcileSummary; lateCharges: LateChargeSummary; strandedPaid: StrandedPaidSummary }> {
   const pending = await reconcilePendingOrders(deps, options);
   const lateCharges = await refundLateCharges(deps, options);
-  return { pending, lateCharges };
+  const strandedPaid = await shipStrandedPaidOrders(deps, options);
+  return { pending, lateCharges, strandedPaid };
 }
 
 export async function scheduleReconcile(boss: PgBoss, cron: string | null): Promise<void> {
@@ -305,12 +333,17 @@ export async function scheduleReconcile(boss: PgBoss, cron: string | null): Prom
 
 export async function workReconcile(
   boss: PgBoss,
-  deps: ReconcileDeps & LateChargeDeps,
-  options: ReconcileOptions & { pollingIntervalSeconds: number },
+  deps: ReconcileDeps & LateChargeDeps & StrandedPaidDeps,
+  options: ReconcileOptions & StrandedPaidOptions & { pollingIntervalSeconds: number },
 ): Promise<void> {
   await boss.work(Queue.reconcile, { pollingIntervalSeconds: options.pollingIntervalSeconds }, () =>
     runReconcile(deps, options),
   );
+}
+
+/** pg-boss's states of an order's fulfilment jobs, for the stranded-paid sweep. */
+export function fulfilmentJobStatesOf(boss: PgBoss) {
+  return async (orderId: string) => (await findFulfilmentJobs(boss, orderId)).map((job) => job.state);
 }
 
 /** For the pg-boss enqueue inside a Prisma transaction. */

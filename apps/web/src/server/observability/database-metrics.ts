@@ -52,6 +52,11 @@ const bindings: Record<string, CounterBinding> = {
     labelName: null,
     knownLabels: [''],
   },
+  [PersistedCounter.strandedPaidRequeued]: {
+    metric: metrics.strandedPaidRequeued,
+    labelName: null,
+    knownLabels: [''],
+  },
   [PersistedCounter.jobDuplicatesDropped]: {
     metric: metrics.jobDuplicatesDropped,
     labelName: 'queue',

@@ -80,6 +80,11 @@ function createMetrics() {
       help: 'Charges that succeeded on an order the reconciler had cancelled, refunded by it, all workers.',
       registers: [registry],
     }),
+    strandedPaidRequeued: new Counter({
+      name: 'idem_stranded_paid_requeued_total',
+      help: 'Paid orders left unshipped with no live fulfilment job (webhook given up, job retries exhausted), given one by the reconciler, all workers.',
+      registers: [registry],
+    }),
     jobDuplicatesDropped: new Counter({
       name: 'idem_job_duplicates_dropped_total',
       help: 'Job deliveries that found their effects already done (absorbed by unique keys), by queue, all workers.',

@@ -1,0 +1,219 @@
+/**
+ * Red team of the order's life after the request (issue 27): a paid order must ship and a stray charge must be
+ * refunded even when the message that should have said so never comes.
+ *   1. The checkout request settles an order `paid` (the provider answered the charge) and queues nothing: the
+ *      provider's `charge.succeeded` webhook queues fulfilment. When the provider gives that webhook up, the
+ *      customer is charged and nothing ever ships. A fulfilment job that runs out of retries ends the same way.
+ *   2. A charge that lands on an order the reconciler gave up is refunded by its late-charge sweep, which looked
+ *      only at the 100 most recently given-up orders: after an outage, an older one fell out for good.
+ * A database of this file's own (the sweeps are about every order there is), a real provider, a real pg-boss.
+ */
+import { findFulfilmentJobs, type PgBoss, Queue, startJobQueue } from '@idem/jobs';
+import {
+  createProviderClient,
+  markOrderPaid,
+  markOrderPaymentFailed,
+  type RefundingPaymentProvider,
+  recordPayment,
+} from '@idem/payments';
+import { startProvider } from '@idem/provider';
+import {
+  fulfilOrder,
+  type Logger,
+  reconcilePendingOrders,
+  refundLateCharges,
+  runReconcile,
+} from '@idem/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPrivateDatabase, type PrivateDatabase } from '../../apps/web/test/helpers/private-database.ts';
+
+const quiet: Logger = { info: () => {}, error: () => {} };
+
+let database: PrivateDatabase;
+let provider: Awaited<ReturnType<typeof startProvider>>;
+let client: RefundingPaymentProvider;
+let boss: PgBoss;
+
+beforeAll(async () => {
+  database = await createPrivateDatabase('idem_convergence');
+  provider = await startProvider({ databaseUrl: database.url, port: 0, testKnobs: true });
+  client = createProviderClient({ baseUrl: provider.url, secretKey: 'sk_test_idem', timeoutMs: 5_000 });
+  boss = await startJobQueue(database.url, { role: 'sender', onError: () => {} });
+}, 60_000);
+afterAll(async () => {
+  await boss?.stop({ graceful: false });
+  await provider?.close();
+  await database?.drop();
+});
+
+/** The worker's reconciler deps, with this file's provider and pg-boss. */
+const deps = () => ({
+  db: database.db,
+  provider: client,
+  log: quiet,
+  enqueueFulfilment: async (orderId: string) => {
+    await boss.send(Queue.fulfilment, { orderId });
+  },
+  fulfilmentJobStates: async (orderId: string) =>
+    (await findFulfilmentJobs(boss, orderId)).map((job) => job.state),
+});
+
+async function product() {
+  const sku = `CONV-${crypto.randomUUID().slice(0, 8)}`;
+  await database.db.product.create({
+    data: { sku, name: `Lamp ${sku}`, description: 'convergence test', priceCents: 4_500, stock: 1_000 },
+  });
+  return sku;
+}
+
+/** A pending order of 1 × a 45.00 lamp, its stock taken. */
+async function pendingOrder(sku: string) {
+  const { db } = database;
+  const item = await db.product.update({ where: { sku }, data: { stock: { decrement: 1 } } });
+  return db.order.create({
+    data: {
+      principal: 'user:convergence-test',
+      email: 'alice@example.com',
+      currency: item.currency,
+      totalCents: item.priceCents,
+      items: {
+        create: [{ productId: item.id, sku, name: item.name, quantity: 1, unitPriceCents: item.priceCents }],
+      },
+    },
+  });
+}
+
+/** A real charge of the order at the provider, under the checkout's key for it. */
+async function chargeAtProvider(order: { id: string; totalCents: number; currency: string }) {
+  const answer = await client.charge({
+    amountCents: order.totalCents,
+    currency: order.currency,
+    source: 'tok_visa',
+    orderId: order.id,
+    idempotencyKey: `order_${order.id}`,
+  });
+  if (answer.outcome !== 'succeeded') throw new Error(`charge: ${answer.outcome}`);
+  return answer.charge;
+}
+
+/**
+ * What the checkout request does when the provider answers its charge (settlePaid: the payment and
+ * pending → paid in one transaction, nothing queued), `minutesAgo` ago; the webhook never comes.
+ */
+async function paidByTheRequest(minutesAgo: number) {
+  const order = await pendingOrder(await product());
+  const charge = await chargeAtProvider(order);
+  await database.db.$transaction(async (tx) => {
+    await recordPayment(tx, {
+      orderId: order.id,
+      providerChargeId: charge.id,
+      status: 'succeeded',
+      amountCents: charge.amount,
+      currency: charge.currency,
+    });
+    expect(await markOrderPaid(tx, order.id)).toBe(true);
+  });
+  await database.db.$executeRaw`
+    update payments set created_at = now() - make_interval(mins => ${minutesAgo}) where order_id = ${order.id}::uuid`;
+  return order.id;
+}
+
+const statusOf = async (orderId: string) =>
+  (await database.db.order.findUniqueOrThrow({ where: { id: orderId } })).status;
+const jobStates = async (orderId: string) =>
+  (await findFulfilmentJobs(boss, orderId)).map((job) => job.state);
+
+describe('a paid order whose webhook never comes', () => {
+  it('CONTROL (settling pending orders and refunding late charges, as the reconciler did): it stays paid, unshipped, with no job, for good', async () => {
+    const orderId = await paidByTheRequest(10);
+    for (let run = 0; run < 2; run += 1) {
+      await reconcilePendingOrders(deps());
+      await refundLateCharges(deps());
+    }
+    expect(await statusOf(orderId)).toBe('paid');
+    expect(await jobStates(orderId)).toEqual([]);
+  });
+
+  it('protected: the reconciler run queues its fulfilment once (twice run, one job), and the job ships it', async () => {
+    const orderId = await paidByTheRequest(10);
+    const first = await runReconcile(deps());
+    expect(first.strandedPaid.requeued).toBeGreaterThanOrEqual(1);
+    expect(await jobStates(orderId)).toEqual(['created']);
+    await runReconcile(deps());
+    expect(await jobStates(orderId)).toEqual(['created']); // a live job: nothing more queued
+
+    const shipped = await fulfilOrder(database.db, orderId, { log: quiet });
+    expect(shipped).toMatchObject({ found: 'paid', shipmentCreated: true, receiptCreated: true });
+    expect(await statusOf(orderId)).toBe('shipped');
+    const counter = await database.db.operationalCounter.findUnique({
+      where: { name_label: { name: 'stranded_paid_requeued', label: '' } },
+    });
+    expect(Number(counter?.value ?? 0)).toBeGreaterThanOrEqual(1);
+  });
+
+  it('protected: a paid order paid only a minute ago is left to its webhook (no job queued yet)', async () => {
+    const orderId = await paidByTheRequest(1);
+    await runReconcile(deps());
+    expect(await jobStates(orderId)).toEqual([]);
+  });
+
+  it('protected: a fulfilment job that ran out of retries is replaced by a new one', async () => {
+    const orderId = await paidByTheRequest(10);
+    const jobId = await boss.send(Queue.fulfilment, { orderId });
+    // Its retries exhausted (as pg-boss leaves it after the last failed delivery).
+    await database.db.$executeRawUnsafe(
+      `update pgboss.job set state = 'failed', completed_on = now() where id = $1::uuid`,
+      jobId,
+    );
+    expect(await jobStates(orderId)).toEqual(['failed']);
+    await runReconcile(deps());
+    expect((await jobStates(orderId)).sort()).toEqual(['created', 'failed']);
+  });
+
+  it('protected: a paid order with a live job (its webhook came) is left alone', async () => {
+    const orderId = await paidByTheRequest(10);
+    await boss.send(Queue.fulfilment, { orderId });
+    await runReconcile(deps());
+    expect(await jobStates(orderId)).toEqual(['created']);
+  });
+});
+
+describe('a late charge behind more than a batch of newer cancellations', () => {
+  /** An order the reconciler gave up `minutesAgo` ago (stock back, payment_failed / abandoned). */
+  async function givenUp(sku: string, minutesAgo: number) {
+    const order = await pendingOrder(sku);
+    await database.db.$transaction(async (tx) => {
+      await markOrderPaymentFailed(tx, order.id);
+      await tx.$executeRaw`
+        update orders set reconciled_outcome = 'abandoned',
+                          reconciled_at = now() - make_interval(mins => ${minutesAgo})
+         where id = ${order.id}::uuid`;
+    });
+    return order;
+  }
+
+  it('the charge on the oldest is refunded, whatever the number of newer ones (CONTROL: the 100 newest miss it)', async () => {
+    const sku = await product();
+    const oldest = await givenUp(sku, 50);
+    const charge = await chargeAtProvider(oldest); // landed after it was given up
+    // 150 newer cancellations, as after an outage.
+    for (let index = 0; index < 150; index += 1) await givenUp(sku, 10);
+
+    // CONTROL: the sweep as it was (the 100 most recently given up in the window) does not include it.
+    const newest = await database.db.$queryRaw<Array<{ id: string }>>`
+      select id::text from orders
+       where status = 'payment_failed' and reconciled_outcome = 'abandoned'
+         and reconciled_at > now() - interval '1 hour'
+       order by reconciled_at desc limit 100`;
+    expect(newest.map((row) => row.id)).not.toContain(oldest.id);
+
+    const summary = await refundLateCharges(deps(), { batchSize: 100 });
+    expect(summary.checked).toBeGreaterThanOrEqual(151);
+    expect(summary.refunded).toBe(1);
+    expect(await client.listCharges(oldest.id)).toEqual([
+      expect.objectContaining({ id: charge.id, status: 'succeeded', refunded: true }),
+    ]);
+    // Run again: nothing more to refund.
+    expect((await refundLateCharges(deps(), { batchSize: 100 })).refunded).toBe(0);
+  }, 60_000);
+});
