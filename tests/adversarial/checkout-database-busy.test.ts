@@ -10,6 +10,7 @@ import { createPrismaClient, type Database } from '@idem/db';
 import type { PaymentProvider } from '@idem/payments';
 import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { env } from '~/env';
 import { db } from '~/server/db';
 import { placeOrder } from '~/server/services/place-order';
 import {
@@ -79,7 +80,10 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
       answered = resolve;
     });
     const { busy, released } = poolTakenAfterTheRead(onePool, () => checkoutAnswered);
-    const failure = await placeOrder({ db: busy, provider: client }, request).then(
+    const failure = await placeOrder(
+      { db: busy, provider: client, newOrderLimit: env.newOrderLimit },
+      request,
+    ).then(
       () => null,
       (error: unknown) => error,
     );
@@ -91,7 +95,7 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
     expect(await stockOf(sku)).toBe(5);
     expect(await succeededChargesFor(client, sku)).toBe(0);
 
-    const retried = await placeOrder({ db, provider: client }, request);
+    const retried = await placeOrder({ db, provider: client, newOrderLimit: env.newOrderLimit }, request);
     expect([retried.id, retried.status]).toEqual([request.orderId, 'paid']);
     expect(await succeededChargesFor(client, sku)).toBe(1);
     expect(await stockOf(sku)).toBe(3);
@@ -105,7 +109,10 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
       input: aliceCart(sku, 2),
     };
     const { busy, released } = poolTakenAfterTheRead(onePool, (tx) => tx.$executeRaw`select pg_sleep(3)`);
-    const placed = await placeOrder({ db: busy, provider: client }, request);
+    const placed = await placeOrder(
+      { db: busy, provider: client, newOrderLimit: env.newOrderLimit },
+      request,
+    );
     await released();
     expect([placed.id, placed.status]).toEqual([request.orderId, 'paid']);
     expect(await succeededChargesFor(client, sku)).toBe(1);

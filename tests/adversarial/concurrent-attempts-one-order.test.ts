@@ -8,6 +8,7 @@
 import type { PaymentProvider } from '@idem/payments';
 import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { env } from '~/env';
 import { db } from '~/server/db';
 import { placeOrder } from '~/server/services/place-order';
 import {
@@ -58,7 +59,7 @@ describe('two attempts of one intent reserve at the same moment', () => {
       input: aliceCart(sku, 2),
     };
     const { racing, readsBeforeAnyInsert } = databaseWhereAttemptsRead(2);
-    const deps = { db: racing, provider: client };
+    const deps = { db: racing, provider: client, newOrderLimit: env.newOrderLimit };
     const outcomes = await Promise.allSettled([placeOrder(deps, request), placeOrder(deps, request)]);
     expect(readsBeforeAnyInsert()).toBe(2); // the race did happen
 
@@ -71,7 +72,7 @@ describe('two attempts of one intent reserve at the same moment', () => {
       }
     }
     expect(outcomes.some((outcome) => outcome.status === 'fulfilled')).toBe(true);
-    const again = await placeOrder({ db, provider: client }, request);
+    const again = await placeOrder({ db, provider: client, newOrderLimit: env.newOrderLimit }, request);
     expect([again.id, again.status]).toEqual([request.orderId, 'paid']);
     expect(await db.order.count({ where: { items: { some: { sku } } } })).toBe(1);
     expect(await succeededChargesFor(client, sku)).toBe(1);

@@ -694,6 +694,8 @@ async function main() {
     SESSION_SECRET: randomBytes(32).toString('base64url'),
     // The test build of the router (apps/web/src/server/test-seams.ts) mounts `bench.*`; no control is armed.
     IDEM_TEST_SEAMS: '1',
+    // A benchmark places thousands of orders per principal: far past the production limit on new orders.
+    IDEM_NEW_ORDERS_PER_PRINCIPAL: '100000000',
   });
   log(`next start (production) at ${url}, provider at ${provider.url}`);
 

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { EnvError } from './env-error.ts';
 import { FAULT_POINTS, type FaultPoint } from './server/fault-points.ts';
 import { DEFAULT_KEY_LIFETIMES, type KeyLifetimes, keyLifetimeProblems } from './server/key-lifetimes.ts';
+import type { NewOrderLimit } from './server/services/new-order-limit.ts';
 
 export { EnvError };
 
@@ -110,6 +111,18 @@ function schemaFor(production: boolean) {
       IDEM_CHECKOUT_KEY_RETENTION_HOURS: hours(DEFAULT_KEY_LIFETIMES.serverRetentionHours),
       /** How long the payment provider remembers its Idempotency-Key (its documented retention). */
       PROVIDER_KEY_RETENTION_HOURS: hours(DEFAULT_KEY_LIFETIMES.providerRetentionHours),
+      /**
+       * New orders one principal may place per IDEM_NEW_ORDERS_WINDOW_SECONDS; past it the checkout answers 429
+       * + Retry-After and nothing is stored, charged or reserved (card testing, a runaway client). Resuming an
+       * order, and a replay, are never limited.
+       */
+      IDEM_NEW_ORDERS_PER_PRINCIPAL: z.coerce.number().int().positive().default(30),
+      IDEM_NEW_ORDERS_WINDOW_SECONDS: z.coerce
+        .number()
+        .int()
+        .positive()
+        .max(7 * 86_400)
+        .default(600),
     })
     .transform(
       ({
@@ -123,9 +136,15 @@ function schemaFor(production: boolean) {
         IDEM_LEASE_SECONDS,
         IDEM_TEST_EFFECT_ID_PER_ATTEMPT,
         IDEM_TEST_NO_LEASE_RENEWAL,
+        IDEM_NEW_ORDERS_PER_PRINCIPAL,
+        IDEM_NEW_ORDERS_WINDOW_SECONDS,
         ...rest
       }) => ({
         ...rest,
+        newOrderLimit: {
+          max: IDEM_NEW_ORDERS_PER_PRINCIPAL,
+          windowSeconds: IDEM_NEW_ORDERS_WINDOW_SECONDS,
+        } satisfies NewOrderLimit,
         testSeams:
           IDEM_TEST_SEAMS === '1'
             ? ({

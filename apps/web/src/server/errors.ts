@@ -16,6 +16,8 @@ export const ShopErrorReason = {
   /** The order's payment never completed and the reconciler gave it up: nothing was charged, stock is back. */
   paymentAbandoned: 'payment_abandoned',
   orderNotFound: 'order_not_found',
+  /** Past the limit on new orders per principal: nothing was done; retry after Retry-After. */
+  tooManyOrders: 'too_many_orders',
 } as const;
 export type ShopErrorReason = (typeof ShopErrorReason)[keyof typeof ShopErrorReason];
 
@@ -27,6 +29,7 @@ const codeByReason: Record<ShopErrorReason, TRPC_ERROR_CODE_KEY> = {
   payment_rejected: 'PAYMENT_REQUIRED',
   payment_abandoned: 'PAYMENT_REQUIRED',
   order_not_found: 'NOT_FOUND',
+  too_many_orders: 'TOO_MANY_REQUESTS',
 };
 
 export class ShopError extends TRPCError {
@@ -36,6 +39,24 @@ export class ShopError extends TRPCError {
     message: string,
   ) {
     super({ code: codeByReason[reason], message });
+  }
+}
+
+/**
+ * Past the per-principal limit on new orders (services/new-order-limit.ts): 429, not stored (the key is
+ * released: the same key succeeds once the window has room), with the seconds the route sends as Retry-After.
+ */
+export class OrderLimitError extends ShopError {
+  override name = 'OrderLimitError';
+  constructor(
+    limit: { max: number; windowSeconds: number },
+    readonly retryAfterSeconds: number,
+  ) {
+    super(
+      'too_many_orders',
+      `Too many new orders: at most ${limit.max} in ${Math.round(limit.windowSeconds / 60)} minutes for one customer. ` +
+        `Nothing was done; retry after ${retryAfterSeconds} seconds.`,
+    );
   }
 }
 

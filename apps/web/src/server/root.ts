@@ -1,4 +1,5 @@
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
+import { env } from '~/env';
 import { idempotency } from './idempotency.ts';
 import { adminRouter } from './routers/admin.ts';
 import { catalogRouter } from './routers/catalog.ts';
@@ -19,7 +20,11 @@ export function createAppRouter(deps: AppRouterDeps) {
   });
 }
 
-export const appRouter = createAppRouter({ idempotency, orderIdFor: orderIdForIntent });
+export const appRouter = createAppRouter({
+  idempotency,
+  orderIdFor: orderIdForIntent,
+  newOrderLimit: env.newOrderLimit,
+});
 
 export type AppRouter = typeof appRouter;
 export type RouterInputs = inferRouterInputs<AppRouter>;

@@ -41,6 +41,7 @@ export function createTestSeamsApi(seams: TestSeamSettings) {
       idempotency,
       // CONTROL: a fresh order (so a fresh provider key) per attempt, i.e. effects not derived from the intent.
       orderIdFor: seams.effectIdPerAttempt ? () => randomUUID() : orderIdForIntent,
+      newOrderLimit: env.newOrderLimit,
     })._def.record,
     bench: createBenchRouter(idempotency),
   });

@@ -27,12 +27,16 @@ export async function startCheckoutServers(databaseUrl: string): Promise<Checkou
 
   const { createTRPCContext, createTRPCRouter, principalProcedure } = await import('~/server/trpc');
   const { placeOrder } = await import('~/server/services/place-order');
+  const { env } = await import('~/env');
   const unprotectedRouter = createTRPCRouter({
     checkout: createTRPCRouter({
       placeOrder: principalProcedure
         .input(placeOrderInput)
         .mutation(({ ctx, input }) =>
-          placeOrder(ctx, { principalId: ctx.principal.id, orderId: randomUUID(), input }),
+          placeOrder(
+            { db: ctx.db, provider: ctx.provider, newOrderLimit: env.newOrderLimit },
+            { principalId: ctx.principal.id, orderId: randomUUID(), input },
+          ),
         ),
     }),
   });

@@ -11,6 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { env } from '~/env';
 import { placeOrderInput } from '~/lib/schemas';
 import type { AppIdempotency } from '../idempotency.ts';
 import { placeOrder } from '../services/place-order.ts';
@@ -46,7 +47,10 @@ export function createBenchRouter(idempotency: AppIdempotency) {
     placeOrderUnprotected: principalProcedure
       .input(placeOrderInput)
       .mutation(({ ctx, input }) =>
-        placeOrder(ctx, { principalId: ctx.principal.id, orderId: randomUUID(), input }),
+        placeOrder(
+          { db: ctx.db, provider: ctx.provider, newOrderLimit: env.newOrderLimit },
+          { principalId: ctx.principal.id, orderId: randomUUID(), input },
+        ),
       ),
   });
 }

@@ -1,6 +1,8 @@
 import { env } from '~/env';
 import { placeOrderInput } from '~/lib/schemas';
+import { OrderLimitError } from '../errors.ts';
 import type { AppIdempotency } from '../idempotency.ts';
+import type { NewOrderLimit } from '../services/new-order-limit.ts';
 import { type orderIdForIntent, placeOrder } from '../services/place-order.ts';
 import { createTRPCRouter, principalProcedure } from '../trpc.ts';
 
@@ -8,9 +10,11 @@ export interface CheckoutRouterDeps {
   idempotency: AppIdempotency;
   /** Names the order (and so the provider's key) for an intent; the app passes `orderIdForIntent`. */
   orderIdFor: typeof orderIdForIntent;
+  /** New orders per principal per window; the app passes `env.newOrderLimit`. */
+  newOrderLimit: NewOrderLimit;
 }
 
-export function createCheckoutRouter({ idempotency, orderIdFor }: CheckoutRouterDeps) {
+export function createCheckoutRouter({ idempotency, orderIdFor, newOrderLimit }: CheckoutRouterDeps) {
   return createTRPCRouter({
     /**
      * Requires an Idempotency-Key. External mode: the card charge happens outside this database, so the claim
@@ -21,12 +25,17 @@ export function createCheckoutRouter({ idempotency, orderIdFor }: CheckoutRouter
     placeOrder: principalProcedure
       .concat(idempotency.external({ retentionSeconds: env.keyLifetimes.serverRetentionHours * 3600 }))
       .input(placeOrderInput)
-      .mutation(({ ctx, input }) =>
-        placeOrder(ctx, {
-          principalId: ctx.principal.id,
-          orderId: orderIdFor(ctx.idempotency),
-          input,
-        }),
-      ),
+      .mutation(async ({ ctx, input }) => {
+        try {
+          return await placeOrder(
+            { db: ctx.db, provider: ctx.provider, newOrderLimit },
+            { principalId: ctx.principal.id, orderId: orderIdFor(ctx.idempotency), input },
+          );
+        } catch (error) {
+          if (error instanceof OrderLimitError)
+            ctx.resHeaders?.set('Retry-After', String(error.retryAfterSeconds));
+          throw error;
+        }
+      }),
   });
 }

@@ -25,11 +25,14 @@ import {
 import type { PlaceOrderInput } from '~/lib/schemas';
 import { DatabaseBusyError, PaymentProviderUnavailableError, ShopError } from '../errors.ts';
 import { logger } from '../observability/log.ts';
+import { checkNewOrderLimit, type NewOrderLimit } from './new-order-limit.ts';
 import { type OrderView, orderViewInclude, toOrderView } from './order-view.ts';
 
 export interface PlaceOrderDeps {
   db: Database;
   provider: PaymentProvider;
+  /** Checked before a new order is reserved (never when resuming one). */
+  newOrderLimit: NewOrderLimit;
 }
 
 export interface PlaceOrderRequest {
@@ -64,7 +67,7 @@ export async function placeOrder(deps: PlaceOrderDeps, request: PlaceOrderReques
     throw new Error('Order id collision across principals.');
   // A previous attempt, the provider's webhook or the reconciler decided this order: answer with that.
   if (existing && existing.status !== 'pending') return decidedOrder(existing);
-  const reserved = existing ?? (await reserveOrder(deps.db, request));
+  const reserved = existing ?? (await reserveOrder(deps, request));
   // Another attempt of this intent (one that took over the key while this one was slow, or the other way round)
   // reserved the order between our read and our insert: resume that order like any other existing one.
   if (reserved === alreadyReserved) return placeOrder(deps, request);
@@ -241,9 +244,9 @@ const alreadyReserved = Symbol('already reserved');
  * Creates the pending order and takes its stock in one transaction, at catalog prices; `alreadyReserved` (and
  * nothing taken) when an order with this id committed first. The id is the intent's, so that order is this one.
  */
-async function reserveOrder(db: Database, request: PlaceOrderRequest) {
+async function reserveOrder(deps: PlaceOrderDeps, request: PlaceOrderRequest) {
   try {
-    return await createReservedOrder(db, request);
+    return await createReservedOrder(deps, request);
   } catch (error) {
     if (isOrderIdTaken(error)) return alreadyReserved;
     if (isRolledBackBeneathItsItems(error)) throw new DatabaseBusyError(error);
@@ -272,8 +275,12 @@ function isOrderIdTaken(error: unknown): boolean {
   );
 }
 
-async function createReservedOrder(db: Database, { principalId, orderId, input }: PlaceOrderRequest) {
+async function createReservedOrder(
+  { db, newOrderLimit }: PlaceOrderDeps,
+  { principalId, orderId, input }: PlaceOrderRequest,
+) {
   return inTransaction(db, async (tx) => {
+    await checkNewOrderLimit(tx, principalId, newOrderLimit);
     const skus = input.items.map((item) => item.sku);
     const products = await tx.product.findMany({ where: { sku: { in: skus } } });
     const bySku = new Map(products.map((product) => [product.sku, product]));
