@@ -18,6 +18,7 @@ import {
 } from '@idem/payments';
 import { startProvider } from '@idem/provider';
 import {
+  auditOrders,
   fulfilOrder,
   type Logger,
   reconcilePendingOrders,
@@ -215,5 +216,50 @@ describe('a late charge behind more than a batch of newer cancellations', () => 
     ]);
     // Run again: nothing more to refund.
     expect((await refundLateCharges(deps(), { batchSize: 100 })).refunded).toBe(0);
+  }, 60_000);
+});
+
+describe('the invariant (pnpm idem:audit) over this database', () => {
+  /** Runs every queued fulfilment job, as the worker would. */
+  async function runFulfilmentJobs() {
+    for (;;) {
+      const jobs = await boss.fetch<{ orderId: string }>(Queue.fulfilment, { batchSize: 50 });
+      if (jobs.length === 0) return;
+      for (const job of jobs) {
+        await fulfilOrder(database.db, job.data.orderId, { log: quiet });
+        await boss.complete(Queue.fulfilment, job.id);
+      }
+    }
+  }
+  const audit = () => auditOrders({ db: database.db, provider: client }, { settleWithinSeconds: 300 });
+
+  it('CONTROL: a stranded paid order and a kept late charge are violations; after the reconciler and the jobs, none is left', async () => {
+    const stranded = await paidByTheRequest(10);
+    const sku = await product();
+    const cancelled = await pendingOrder(sku);
+    await database.db.$transaction(async (tx) => {
+      await markOrderPaymentFailed(tx, cancelled.id);
+      await tx.$executeRaw`
+        update orders set reconciled_outcome = 'abandoned', reconciled_at = now() - interval '20 minutes'
+         where id = ${cancelled.id}::uuid`;
+    });
+    await chargeAtProvider(cancelled); // lands after it was given up
+
+    const before = await audit();
+    expect(before).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ orderId: stranded, kind: 'paid_not_shipped' }),
+        expect.objectContaining({ orderId: cancelled.id, kind: 'cancelled_money_kept' }),
+      ]),
+    );
+
+    await runReconcile(deps());
+    await runFulfilmentJobs();
+    expect(await audit()).toEqual([]);
+    console.log(
+      `[convergence] invariant: ${before.length} violation(s) before the reconciler run and the jobs (${[
+        ...new Set(before.map((violation) => violation.kind)),
+      ].join(', ')}), 0 after`,
+    );
   }, 60_000);
 });

@@ -156,6 +156,13 @@ export function workerOptionsFromEnv(env: WorkerEnv, log: Logger = consoleLogger
 }
 
 export { parseWorkerEnv, type WorkerEnv, WorkerEnvError } from './env.ts';
+export {
+  type AuditDeps,
+  type AuditOptions,
+  auditOrders,
+  type Violation,
+  ViolationKind,
+} from './jobs/audit.ts';
 export { DEFAULT_CLEANUP_CRON } from './jobs/cleanup.ts';
 export {
   CARRIER,
