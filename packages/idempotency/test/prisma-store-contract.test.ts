@@ -61,24 +61,37 @@ async function httpStatusOfRow(
 
 describe('transaction bounds', () => {
   it('a transaction is closed past timeoutMs + lockTimeoutMs (ours), not at Prisma’s 5 s default', async () => {
+    // A connection in the pool first: timeoutMs also bounds the wait for one (maxWait), and opening a new
+    // connection on a loaded machine could take longer than that, so that the transaction never started.
+    await store.transaction(async (tx) => tx.$queryRawUnsafe('select 1'), {
+      lockTimeoutMs: 100,
+      timeoutMs: 5_000,
+    });
     const statementAfterTimeout = deferred<unknown>();
+    let started = false;
     const error = await caught(
       store.transaction(
         async (tx) => {
-          await sleep(1_500);
+          started = true;
+          await sleep(3_000);
           const late = await caught(Promise.resolve(tx.$queryRawUnsafe('select 1')));
           statementAfterTimeout.resolve(late);
           throw late;
         },
-        { lockTimeoutMs: 100, timeoutMs: 200 },
+        { lockTimeoutMs: 500, timeoutMs: 1_000 },
       ),
     );
+    expect(started, `the transaction never started: ${String(error)}`).toBe(true);
     expect(String(error)).toMatch(/transaction/i);
     // The statement sent after the bound found the transaction closed.
     expect(String(await statementAfterTimeout.promise)).toMatch(/transaction/i);
   });
 
   it('a transaction may last up to timeoutMs + lockTimeoutMs: the lock wait comes on top of the timeout', async () => {
+    await store.transaction(async (tx) => tx.$queryRawUnsafe('select 1'), {
+      lockTimeoutMs: 100,
+      timeoutMs: 5_000,
+    });
     const result = await store.transaction(
       async (tx) => {
         await sleep(600);

@@ -598,6 +598,9 @@ export function describeStoreContract<TTx>(
       });
 
       it('a transaction may run for timeoutMs plus lockTimeoutMs (the lock wait comes on top of the work)', async () => {
+        // A pooled connection first: timeoutMs also bounds the wait for one, which a new connection on a loaded
+        // machine could outlast.
+        await store.transaction(async () => undefined, { timeoutMs: 5_000, lockTimeoutMs: 100 });
         const request = claimRequest();
         const result = await store.transaction(
           async (tx) => {
