@@ -7,6 +7,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { createPrismaClient } from '@idem/db';
 import { seedDatabase } from '@idem/dev-db/seed';
+import { markOrderRefunded } from '@idem/payments';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ownCopyOf } from './helpers/own-product.ts';
@@ -211,6 +212,28 @@ describe('order of events', () => {
     expect(await late.json()).toMatchObject({ duplicate: false, effect: 'no_change' });
     expect((await db.order.findUniqueOrThrow({ where: { id: order.id } })).status).toBe('refunded');
     expect(await fulfilmentJobs(order.id)).toBe(0);
+  });
+
+  it('refunded before succeeded on a PENDING order (issue 27, item 5): refunded, stock back, the late success pays nothing and ships nothing', async () => {
+    const sku = await ownCopyOf(db, 'MUG-STONE');
+    const before = (await db.product.findUniqueOrThrow({ where: { sku } })).stock;
+    const order = await pendingOrder(sku, 1);
+    const refunded = await deliver(event('charge.refunded', order.id, undefined, order.totalCents));
+    expect(await refunded.json()).toMatchObject({ duplicate: false, effect: 'refunded' });
+    const late = await deliver(event('charge.succeeded', order.id, undefined, order.totalCents));
+    expect(await late.json()).toMatchObject({ duplicate: false, effect: 'no_change' });
+    expect((await db.order.findUniqueOrThrow({ where: { id: order.id } })).status).toBe('refunded');
+    expect(await fulfilmentJobs(order.id)).toBe(0);
+    expect((await db.product.findUniqueOrThrow({ where: { sku } })).stock).toBe(before);
+  });
+
+  it('CONTROL (the refund handled as before: only paid or shipped orders move): the pending order stays pending and the late success ships a refunded payment', async () => {
+    const order = await pendingOrder();
+    await db.$transaction((tx) => markOrderRefunded(tx, order.id)); // what charge.refunded did for a pending order
+    expect((await db.order.findUniqueOrThrow({ where: { id: order.id } })).status).toBe('pending');
+    const late = await deliver(event('charge.succeeded', order.id));
+    expect(await late.json()).toMatchObject({ duplicate: false, effect: 'fulfilment_queued' });
+    expect(await fulfilmentJobs(order.id)).toBe(1);
   });
 
   it('succeeded then refunded → paid, then refunded', async () => {

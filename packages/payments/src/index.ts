@@ -9,6 +9,7 @@ export {
   markOrderPaid,
   markOrderPaymentFailed,
   markOrderRefunded,
+  markPendingOrderRefunded,
   recordPayment,
 } from './order-transitions.ts';
 export { answerFromCharges, type ProviderAnswer } from './provider-answer.ts';

@@ -1,7 +1,8 @@
 /**
  * The only ways an order's status changes. Each is an absolute, guarded write (`WHERE status IN …`), so it can
  * be applied twice, late or out of order without moving an order backwards: pending → paid → shipped →
- * refunded, and pending → payment_failed. The pay call and the provider's webhooks share these.
+ * refunded, pending → payment_failed, and pending → refunded (the charge was refunded before anyone marked the
+ * order paid). The pay call and the provider's webhooks share these.
  */
 import type { Prisma } from '@idem/db';
 
@@ -35,11 +36,30 @@ export async function markOrderPaymentFailed(tx: Tx, orderId: string): Promise<b
     data: { status: 'payment_failed' },
   });
   if (count === 0) return false;
+  await releaseStock(tx, orderId);
+  return true;
+}
+
+/**
+ * pending → refunded, giving the reserved stock back exactly once: the order's charge was refunded before the
+ * order was marked paid (the refund's webhook overtook the success's, or a refund from the provider's dashboard
+ * while the request still waited). The money is back, so nothing may pay or ship the order afterwards.
+ */
+export async function markPendingOrderRefunded(tx: Tx, orderId: string): Promise<boolean> {
+  const { count } = await tx.order.updateMany({
+    where: { id: orderId, status: 'pending' },
+    data: { status: 'refunded' },
+  });
+  if (count === 0) return false;
+  await releaseStock(tx, orderId);
+  return true;
+}
+
+async function releaseStock(tx: Tx, orderId: string): Promise<void> {
   const items = await tx.orderItem.findMany({ where: { orderId } });
   for (const item of items) {
     await tx.product.update({ where: { id: item.productId }, data: { stock: { increment: item.quantity } } });
   }
-  return true;
 }
 
 /** paid or shipped → refunded. */

@@ -11,7 +11,13 @@
 
 import { incrementCounter, PersistedCounter } from '@idem/contracts';
 import type { Database, OrderStatus, Prisma } from '@idem/db';
-import { markOrderPaid, markOrderPaymentFailed, markOrderRefunded, recordPayment } from '@idem/payments';
+import {
+  markOrderPaid,
+  markOrderPaymentFailed,
+  markOrderRefunded,
+  markPendingOrderRefunded,
+  recordPayment,
+} from '@idem/payments';
 import { z } from 'zod';
 import { logger } from '../observability/log.ts';
 import type { ProviderEvent } from './provider-event.ts';
@@ -172,8 +178,21 @@ async function applyEvent(
       });
       return (await markOrderPaymentFailed(tx, order.id)) ? 'payment_failed' : 'no_change';
     }
-    case 'charge.refunded':
-      return (await markOrderRefunded(tx, order.id)) ? 'refunded' : 'no_change';
+    case 'charge.refunded': {
+      if (order.status !== 'pending')
+        return (await markOrderRefunded(tx, order.id)) ? 'refunded' : 'no_change';
+      // Refunded before the order was marked paid: the charge did succeed (recorded as its payment, so a late
+      // charge.succeeded or the request's own answer finds it), and the money is back, so the order ends
+      // refunded, its stock released; nothing pays or ships it afterwards.
+      await recordPayment(tx, {
+        orderId: order.id,
+        providerChargeId: charge.id,
+        status: 'succeeded',
+        amountCents: charge.amount,
+        currency: charge.currency,
+      });
+      return (await markPendingOrderRefunded(tx, order.id)) ? 'refunded' : 'no_change';
+    }
     default:
       return 'ignored';
   }
