@@ -247,7 +247,12 @@ describe('controls: a broken app fails the check written for its fault', () => {
 
   it('a slow seam that does not slow: the in-flight check refuses to pass on no overlap', async () => {
     const { target } = await startApp('external', 'slow-seam-does-nothing');
-    const report = await runIdempotencyConformance(target, { only: ['in-flight'] });
+    // The duplicate leaves 5 s after the first (default 200 ms): only a hang keeps an unslowed first request in
+    // flight that long (at 200 ms, a loaded machine's first request was still running and the check passed).
+    const report = await runIdempotencyConformance(target, {
+      only: ['in-flight'],
+      inFlightProbeDelayMs: 5_000,
+    });
     expect(resultOf(report, 'in-flight')).toMatchObject({
       passed: false,
       detail: expect.stringMatching(/did not keep it in flight/),
