@@ -82,7 +82,8 @@ function storeOn(factory: Factory, fast: boolean, kept?: AdapterTransaction[]) {
   return { client, store };
 }
 
-describe('the fast path after a store transaction ended badly', () => {
+// Each case waits out 5 s statements (twice: control and protected): well past vitest's 30 s on a loaded machine.
+describe('the fast path after a store transaction ended badly', { timeout: 90_000 }, () => {
   /**
    * Claims, then holds the transaction past Prisma's timeout on a slow statement sent as Prisma's interpreter
    * sends them (on the adapter transaction it holds); the timeout's ROLLBACK queues behind it. Then the
@@ -102,16 +103,17 @@ describe('the fast path after a store transaction ended badly', () => {
               await store.claim(request, tx);
               const [transaction] = kept;
               if (!transaction) throw new Error('Prisma opened no adapter transaction');
-              // Prisma's timeout (timeoutMs + lockTimeoutMs = 1 s) fires while this runs; the transaction's
+              // Prisma's timeout (timeoutMs + lockTimeoutMs = 3 s) fires while this runs; the transaction's
               // promise may reject before the procedure ends, and the procedure goes on.
-              await transaction.executeRaw(sql('select pg_sleep(2)'));
+              await transaction.executeRaw(sql('select pg_sleep(5)'));
               return transaction
                 .executeRaw(sql(`insert into ${effects} (scope, who) values ($1, 'late')`, request.scope))
                 .catch((error: unknown) => error);
             })();
             return procedureDone;
           },
-          { lockTimeoutMs: 200, timeoutMs: 800 },
+          // 3 s: room for the claim before it on a loaded machine, well short of the 5 s statement.
+          { lockTimeoutMs: 1_000, timeoutMs: 2_000 },
         ),
       ).rejects.toThrow();
       const late = await procedureDone;
@@ -135,13 +137,14 @@ describe('the fast path after a store transaction ended badly', () => {
   });
 
   /**
-   * Transaction A, on a pool of one connection whose query_timeout (300 ms) gives up on a 1.5 s statement and then
+   * Transaction A, on a pool of one connection whose query_timeout (2 s) gives up on a 5 s statement and then
    * on the ROLLBACK queued behind it: the store's (claims key A) or the app's own (writes an effect). Then a first
    * execution of key B on the same pool. Each transaction reports its connection's server process.
    */
   async function abandonedRollback(fast: boolean, a: 'store' | 'app') {
     const { client, store } = storeOn(
-      pgAdapter({ connectionString: url, max: 1, queryTimeoutMs: 300 }),
+      // 2 s: every other statement on this pool (B's too) answers well within it on a loaded machine.
+      pgAdapter({ connectionString: url, max: 1, queryTimeoutMs: 2_000 }),
       fast,
     );
     const requestA = claimRequest();
@@ -156,7 +159,7 @@ describe('the fast path after a store transaction ended badly', () => {
           ? store.transaction(async (tx) => {
               await store.claim(requestA, tx);
               backendA = await backendOf(tx);
-              await tx.$executeRawUnsafe('select pg_sleep(1.5)');
+              await tx.$executeRawUnsafe('select pg_sleep(5)');
             }, TIMEOUTS)
           : client.$transaction(async (tx) => {
               await tx.$executeRawUnsafe(
@@ -164,11 +167,11 @@ describe('the fast path after a store transaction ended badly', () => {
                 requestA.scope,
               );
               backendA = await backendOf(tx);
-              await tx.$executeRawUnsafe('select pg_sleep(1.5)');
+              await tx.$executeRawUnsafe('select pg_sleep(5)');
             });
       await expect(transactionA).rejects.toThrow();
       // Let the slow statement finish on the server: an unclosed connection is then idle in A's transaction.
-      await new Promise((resolve) => setTimeout(resolve, 1_800));
+      await new Promise((resolve) => setTimeout(resolve, 5_300));
       await store.transaction(async (tx) => {
         await store.claim(b, tx);
         backendB = await backendOf(tx);
