@@ -73,6 +73,8 @@ describe('transaction bounds', () => {
       store.transaction(
         async (tx) => {
           started = true;
+          // Past the 1.5 s bound: its timer starts before this one in this same process, so it always fires
+          // first however loaded the machine (Prisma settles the transaction only once this callback ends).
           await sleep(3_000);
           const late = await caught(Promise.resolve(tx.$queryRawUnsafe('select 1')));
           statementAfterTimeout.resolve(late);

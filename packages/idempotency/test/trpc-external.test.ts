@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { type IdempotencyError, IdempotencyErrorCode, type IdempotencyOptions } from '../src/index.ts';
 import type { PrismaStoreOptions } from '../src/prisma/index.ts';
 import { ReplayedErrorCause } from '../src/trpc/index.ts';
-import { connectWithOwnTable, deferred, sleep, waitUntil } from './support/db.ts';
+import { connectWithOwnTable, deferred, waitUntil } from './support/db.ts';
 import {
   createTestTRPC,
   freshIdentity,
@@ -235,7 +235,14 @@ describe('external mode', () => {
       );
       const first = call(requestContext(key, principal));
       await waitUntil(() => charges.length === 1);
-      await sleep(3_600); // longer than the whole lease
+      // Until the database's clock is past the whole first lease (claimed plus 3 s), renewed or not.
+      await waitUntil(async () => {
+        const [row] = await db.$queryRawUnsafe<Array<{ over: boolean }>>(
+          "select now() > created_at + interval '3.2 seconds' as over from idempotency_keys where scope = $1",
+          principal,
+        );
+        return row?.over === true;
+      }, 30_000);
       const retry = await call(requestContext(key, principal)).then(
         (result) => `ran attempt ${result.attempt}`,
         (error: unknown) => (error instanceof TRPCError ? error.code : String(error)),
