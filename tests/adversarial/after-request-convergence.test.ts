@@ -6,9 +6,18 @@
  *      customer is charged and nothing ever ships. A fulfilment job that runs out of retries ends the same way.
  *   2. A charge that lands on an order the reconciler gave up is refunded by its late-charge sweep, which looked
  *      only at the 100 most recently given-up orders: after an outage, an older one fell out for good.
+ *   3. Each transition's follow-up is written in its own transaction (an outbox): the request's pending → paid
+ *      now writes the fulfilment job beside it, so (1) is left to orders paid before, or whose job was lost.
  * A database of this file's own (the sweeps are about every order there is), a real provider, a real pg-boss.
  */
-import { findFulfilmentJobs, type PgBoss, Queue, startJobQueue } from '@idem/jobs';
+import {
+  enqueueFulfilment,
+  findFulfilmentJobs,
+  type PgBoss,
+  prismaTransactionDb,
+  Queue,
+  startJobQueue,
+} from '@idem/jobs';
 import {
   createProviderClient,
   markOrderPaid,
@@ -26,6 +35,8 @@ import {
   runReconcile,
 } from '@idem/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type PlaceOrderDeps, placeOrder } from '~/server/services/place-order';
+import { handleProviderEvent } from '~/server/webhooks/handle-provider-event';
 import { createPrivateDatabase, type PrivateDatabase } from '../../apps/web/test/helpers/private-database.ts';
 
 const quiet: Logger = { info: () => {}, error: () => {} };
@@ -176,6 +187,82 @@ describe('a paid order whose webhook never comes', () => {
     await boss.send(Queue.fulfilment, { orderId });
     await runReconcile(deps());
     expect(await jobStates(orderId)).toEqual(['created']);
+  });
+});
+
+describe('the checkout request that pays an order writes its fulfilment job in the same transaction', () => {
+  /** The job insert of the app (`enqueueFulfilmentIn`), on this file's database and pg-boss. */
+  const writeJob: PlaceOrderDeps['enqueueFulfilment'] = async (orderId, tx) => {
+    await enqueueFulfilment(boss, orderId, prismaTransactionDb(tx));
+  };
+  const checkoutDeps = (enqueue: PlaceOrderDeps['enqueueFulfilment']): PlaceOrderDeps => ({
+    db: database.db,
+    provider: client,
+    newOrderLimit: { max: 1_000, windowSeconds: 600 },
+    enqueueFulfilment: enqueue,
+  });
+  const checkoutOf = async (sku: string) => ({
+    principalId: 'user:convergence-test',
+    orderId: crypto.randomUUID(),
+    input: { items: [{ sku, quantity: 1 }], email: 'alice@example.com', cardToken: 'tok_visa' },
+  });
+  const chargesAtProvider = async (orderId: string) =>
+    (await client.listCharges(orderId)).filter((charge) => charge.status === 'succeeded').length;
+
+  it('protected: the answer finds the job written; the webhook that follows adds none; the job ships it', async () => {
+    const request = await checkoutOf(await product());
+    const placed = await placeOrder(checkoutDeps(writeJob), request);
+    expect(placed.status).toBe('paid');
+    expect(await jobStates(request.orderId)).toEqual(['created']);
+
+    const [charge] = await client.listCharges(request.orderId);
+    if (!charge) throw new Error('no charge at the provider');
+    const webhook = await handleProviderEvent(
+      { db: database.db, enqueueFulfilment: writeJob },
+      {
+        id: `evt_${crypto.randomUUID().replaceAll('-', '')}`,
+        object: 'event',
+        type: 'charge.succeeded',
+        created: Math.floor(Date.now() / 1000),
+        data: { object: charge },
+      },
+    );
+    expect(webhook).toEqual({ duplicate: false, effect: 'no_change' });
+    expect(await jobStates(request.orderId)).toEqual(['created']);
+    expect(await fulfilOrder(database.db, request.orderId, { log: quiet })).toMatchObject({
+      shipmentCreated: true,
+    });
+    expect(await statusOf(request.orderId)).toBe('shipped');
+  });
+
+  it('protected: a job write that fails takes the payment down with it; the retry pays the order once, with one job', async () => {
+    const request = await checkoutOf(await product());
+    // The job row is written, then the transaction fails before it commits (a lost connection, a crash).
+    const failing: PlaceOrderDeps['enqueueFulfilment'] = async (orderId, tx) => {
+      await writeJob(orderId, tx);
+      throw new Error('injected: the transaction fails after the job insert');
+    };
+    await expect(placeOrder(checkoutDeps(failing), request)).rejects.toThrow('injected');
+    expect(await statusOf(request.orderId)).toBe('pending');
+    expect(await database.db.payment.count({ where: { orderId: request.orderId } })).toBe(0);
+    expect(await jobStates(request.orderId)).toEqual([]);
+    expect(await chargesAtProvider(request.orderId)).toBe(1); // the money moved: the order is not done
+
+    const retried = await placeOrder(checkoutDeps(writeJob), request);
+    expect(retried.status).toBe('paid');
+    expect(await jobStates(request.orderId)).toEqual(['created']);
+    expect(await chargesAtProvider(request.orderId)).toBe(1);
+  });
+
+  it('CONTROL (the paying transaction writes no job, as before: the follow-up is left to a webhook that never comes): the order is paid with no job', async () => {
+    const request = await checkoutOf(await product());
+    const placed = await placeOrder(
+      checkoutDeps(async () => {}),
+      request,
+    );
+    expect(placed.status).toBe('paid');
+    expect(await statusOf(request.orderId)).toBe('paid');
+    expect(await jobStates(request.orderId)).toEqual([]);
   });
 });
 

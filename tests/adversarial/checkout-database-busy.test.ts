@@ -12,6 +12,7 @@ import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { env } from '~/env';
 import { db } from '~/server/db';
+import { enqueueFulfilmentIn } from '~/server/jobs';
 import { placeOrder } from '~/server/services/place-order';
 import {
   afterOrderLookup,
@@ -81,7 +82,12 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
     });
     const { busy, released } = poolTakenAfterTheRead(onePool, () => checkoutAnswered);
     const failure = await placeOrder(
-      { db: busy, provider: client, newOrderLimit: env.newOrderLimit },
+      {
+        db: busy,
+        provider: client,
+        newOrderLimit: env.newOrderLimit,
+        enqueueFulfilment: enqueueFulfilmentIn,
+      },
       request,
     ).then(
       () => null,
@@ -95,7 +101,10 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
     expect(await stockOf(sku)).toBe(5);
     expect(await succeededChargesFor(client, sku)).toBe(0);
 
-    const retried = await placeOrder({ db, provider: client, newOrderLimit: env.newOrderLimit }, request);
+    const retried = await placeOrder(
+      { db, provider: client, newOrderLimit: env.newOrderLimit, enqueueFulfilment: enqueueFulfilmentIn },
+      request,
+    );
     expect([retried.id, retried.status]).toEqual([request.orderId, 'paid']);
     expect(await succeededChargesFor(client, sku)).toBe(1);
     expect(await stockOf(sku)).toBe(3);
@@ -110,7 +119,12 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
     };
     const { busy, released } = poolTakenAfterTheRead(onePool, (tx) => tx.$executeRaw`select pg_sleep(3)`);
     const placed = await placeOrder(
-      { db: busy, provider: client, newOrderLimit: env.newOrderLimit },
+      {
+        db: busy,
+        provider: client,
+        newOrderLimit: env.newOrderLimit,
+        enqueueFulfilment: enqueueFulfilmentIn,
+      },
       request,
     );
     await released();

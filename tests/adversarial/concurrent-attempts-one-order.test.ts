@@ -10,6 +10,7 @@ import { TRPCError } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { env } from '~/env';
 import { db } from '~/server/db';
+import { enqueueFulfilmentIn } from '~/server/jobs';
 import { placeOrder } from '~/server/services/place-order';
 import {
   afterOrderLookup,
@@ -59,7 +60,12 @@ describe('two attempts of one intent reserve at the same moment', () => {
       input: aliceCart(sku, 2),
     };
     const { racing, readsBeforeAnyInsert } = databaseWhereAttemptsRead(2);
-    const deps = { db: racing, provider: client, newOrderLimit: env.newOrderLimit };
+    const deps = {
+      db: racing,
+      provider: client,
+      newOrderLimit: env.newOrderLimit,
+      enqueueFulfilment: enqueueFulfilmentIn,
+    };
     const outcomes = await Promise.allSettled([placeOrder(deps, request), placeOrder(deps, request)]);
     expect(readsBeforeAnyInsert()).toBe(2); // the race did happen
 
@@ -72,7 +78,10 @@ describe('two attempts of one intent reserve at the same moment', () => {
       }
     }
     expect(outcomes.some((outcome) => outcome.status === 'fulfilled')).toBe(true);
-    const again = await placeOrder({ db, provider: client, newOrderLimit: env.newOrderLimit }, request);
+    const again = await placeOrder(
+      { db, provider: client, newOrderLimit: env.newOrderLimit, enqueueFulfilment: enqueueFulfilmentIn },
+      request,
+    );
     expect([again.id, again.status]).toEqual([request.orderId, 'paid']);
     expect(await db.order.count({ where: { items: { some: { sku } } } })).toBe(1);
     expect(await succeededChargesFor(client, sku)).toBe(1);

@@ -37,11 +37,17 @@ beforeAll(async () => {
   const { createAppRouter } = await import('~/server/root');
   const { idempotency } = await import('~/server/idempotency');
   const { orderIdForIntent } = await import('~/server/services/place-order');
+  const { enqueueFulfilmentIn } = await import('~/server/jobs');
   const { env } = await import('~/env');
   const { SESSION_COOKIE, signGuestSession } = await import('~/server/auth/session');
   const serve = async (newOrderLimit: typeof LIMIT) => {
     const handler = createTrpcHandler(
-      createAppRouter({ idempotency, orderIdFor: orderIdForIntent, newOrderLimit }),
+      createAppRouter({
+        idempotency,
+        orderIdFor: orderIdForIntent,
+        newOrderLimit,
+        enqueueFulfilment: enqueueFulfilmentIn,
+      }),
     );
     return serveOnLoopback({ GET: handler, POST: handler });
   };

@@ -1,5 +1,6 @@
 import 'server-only';
-import { startJobQueue } from '@idem/jobs';
+import type { Prisma } from '@idem/db';
+import { enqueueFulfilment, prismaTransactionDb, startJobQueue } from '@idem/jobs';
 import { env } from '~/env';
 
 type JobQueue = Awaited<ReturnType<typeof startJobQueue>>;
@@ -14,4 +15,12 @@ export function jobQueue(): Promise<JobQueue> {
     throw error;
   });
   return cache.idemJobQueue;
+}
+
+/**
+ * Queues fulfilment of `orderId` inside `tx`, the transaction that made it paid (a request's, a webhook's):
+ * the job exists if and only if that transaction commits.
+ */
+export async function enqueueFulfilmentIn(orderId: string, tx: Prisma.TransactionClient): Promise<void> {
+  await enqueueFulfilment(await jobQueue(), orderId, prismaTransactionDb(tx));
 }

@@ -1,6 +1,7 @@
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
 import { env } from '~/env';
 import { idempotency } from './idempotency.ts';
+import { enqueueFulfilmentIn } from './jobs.ts';
 import { adminRouter } from './routers/admin.ts';
 import { catalogRouter } from './routers/catalog.ts';
 import { type CheckoutRouterDeps, createCheckoutRouter } from './routers/checkout.ts';
@@ -24,6 +25,7 @@ export const appRouter = createAppRouter({
   idempotency,
   orderIdFor: orderIdForIntent,
   newOrderLimit: env.newOrderLimit,
+  enqueueFulfilment: enqueueFulfilmentIn,
 });
 
 export type AppRouter = typeof appRouter;

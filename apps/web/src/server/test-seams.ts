@@ -12,6 +12,7 @@ import { env, type TestSeamSettings } from '~/env';
 import { db, dbAdapter } from './db.ts';
 import { faultHooksFor } from './fault-points.ts';
 import { idempotency as appIdempotency, createAppIdempotency } from './idempotency.ts';
+import { enqueueFulfilmentIn } from './jobs.ts';
 import { appRouter, createAppRouter } from './root.ts';
 import { createBenchRouter } from './routers/bench.ts';
 import { orderIdForIntent } from './services/place-order.ts';
@@ -42,6 +43,7 @@ export function createTestSeamsApi(seams: TestSeamSettings) {
       // CONTROL: a fresh order (so a fresh provider key) per attempt, i.e. effects not derived from the intent.
       orderIdFor: seams.effectIdPerAttempt ? () => randomUUID() : orderIdForIntent,
       newOrderLimit: env.newOrderLimit,
+      enqueueFulfilment: enqueueFulfilmentIn,
     })._def.record,
     bench: createBenchRouter(idempotency),
   });

@@ -28,16 +28,20 @@ export async function startCheckoutServers(databaseUrl: string): Promise<Checkou
   const { createTRPCContext, createTRPCRouter, principalProcedure } = await import('~/server/trpc');
   const { placeOrder } = await import('~/server/services/place-order');
   const { env } = await import('~/env');
+  const { enqueueFulfilmentIn } = await import('~/server/jobs');
   const unprotectedRouter = createTRPCRouter({
     checkout: createTRPCRouter({
-      placeOrder: principalProcedure
-        .input(placeOrderInput)
-        .mutation(({ ctx, input }) =>
-          placeOrder(
-            { db: ctx.db, provider: ctx.provider, newOrderLimit: env.newOrderLimit },
-            { principalId: ctx.principal.id, orderId: randomUUID(), input },
-          ),
+      placeOrder: principalProcedure.input(placeOrderInput).mutation(({ ctx, input }) =>
+        placeOrder(
+          {
+            db: ctx.db,
+            provider: ctx.provider,
+            newOrderLimit: env.newOrderLimit,
+            enqueueFulfilment: enqueueFulfilmentIn,
+          },
+          { principalId: ctx.principal.id, orderId: randomUUID(), input },
         ),
+      ),
     }),
   });
   const controlHandler = (req: Request) =>

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { env } from '~/env';
 import { placeOrderInput } from '~/lib/schemas';
 import type { AppIdempotency } from '../idempotency.ts';
+import { enqueueFulfilmentIn } from '../jobs.ts';
 import { placeOrder } from '../services/place-order.ts';
 import { createTRPCRouter, principalProcedure } from '../trpc.ts';
 
@@ -44,13 +45,16 @@ export function createBenchRouter(idempotency: AppIdempotency) {
       .input(benchInput)
       .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
     noop: principalProcedure.input(benchInput).mutation(({ input }) => ({ n: input.n })),
-    placeOrderUnprotected: principalProcedure
-      .input(placeOrderInput)
-      .mutation(({ ctx, input }) =>
-        placeOrder(
-          { db: ctx.db, provider: ctx.provider, newOrderLimit: env.newOrderLimit },
-          { principalId: ctx.principal.id, orderId: randomUUID(), input },
-        ),
+    placeOrderUnprotected: principalProcedure.input(placeOrderInput).mutation(({ ctx, input }) =>
+      placeOrder(
+        {
+          db: ctx.db,
+          provider: ctx.provider,
+          newOrderLimit: env.newOrderLimit,
+          enqueueFulfilment: enqueueFulfilmentIn,
+        },
+        { principalId: ctx.principal.id, orderId: randomUUID(), input },
       ),
+    ),
   });
 }

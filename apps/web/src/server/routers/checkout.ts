@@ -3,7 +3,7 @@ import { placeOrderInput } from '~/lib/schemas';
 import { OrderLimitError } from '../errors.ts';
 import type { AppIdempotency } from '../idempotency.ts';
 import type { NewOrderLimit } from '../services/new-order-limit.ts';
-import { type orderIdForIntent, placeOrder } from '../services/place-order.ts';
+import { type orderIdForIntent, type PlaceOrderDeps, placeOrder } from '../services/place-order.ts';
 import { createTRPCRouter, principalProcedure } from '../trpc.ts';
 
 export interface CheckoutRouterDeps {
@@ -12,9 +12,16 @@ export interface CheckoutRouterDeps {
   orderIdFor: typeof orderIdForIntent;
   /** New orders per principal per window; the app passes `env.newOrderLimit`. */
   newOrderLimit: NewOrderLimit;
+  /** The paid order's fulfilment job, in the paying transaction; the app passes `enqueueFulfilmentIn`. */
+  enqueueFulfilment: PlaceOrderDeps['enqueueFulfilment'];
 }
 
-export function createCheckoutRouter({ idempotency, orderIdFor, newOrderLimit }: CheckoutRouterDeps) {
+export function createCheckoutRouter({
+  idempotency,
+  orderIdFor,
+  newOrderLimit,
+  enqueueFulfilment,
+}: CheckoutRouterDeps) {
   return createTRPCRouter({
     /**
      * Requires an Idempotency-Key. External mode: the card charge happens outside this database, so the claim
@@ -28,7 +35,7 @@ export function createCheckoutRouter({ idempotency, orderIdFor, newOrderLimit }:
       .mutation(async ({ ctx, input }) => {
         try {
           return await placeOrder(
-            { db: ctx.db, provider: ctx.provider, newOrderLimit },
+            { db: ctx.db, provider: ctx.provider, newOrderLimit, enqueueFulfilment },
             { principalId: ctx.principal.id, orderId: orderIdFor(ctx.idempotency), input },
           );
         } catch (error) {

@@ -33,6 +33,12 @@ export interface PlaceOrderDeps {
   provider: PaymentProvider;
   /** Checked before a new order is reserved (never when resuming one). */
   newOrderLimit: NewOrderLimit;
+  /**
+   * Writes the order's fulfilment job in `tx`, the transaction that marks it paid: the order cannot become paid
+   * without its job, and a failure to write the job leaves it pending (the request answers 5xx and a retry, the
+   * webhook or the reconciler pays it again). The app passes `enqueueFulfilmentIn` (server/jobs.ts).
+   */
+  enqueueFulfilment(orderId: string, tx: Prisma.TransactionClient): Promise<void>;
 }
 
 export interface PlaceOrderRequest {
@@ -77,7 +83,7 @@ export async function placeOrder(deps: PlaceOrderDeps, request: PlaceOrderReques
     // A resumed order may have been charged by an attempt whose answer was lost, perhaps days ago, when every
     // idempotency key along the way may have expired: the provider's record is the truth, so ask it first.
     const answer = answerFromCharges(order, await askProvider(() => deps.provider.listCharges(order.id)));
-    if (answer.kind === 'charged') return settlePaid(deps.db, order.id, answer.charge);
+    if (answer.kind === 'charged') return settlePaid(deps, order.id, answer.charge);
     if (answer.kind === 'declined') {
       const { charge } = answer;
       await settleFailed(deps.db, order, {
@@ -116,7 +122,7 @@ export async function placeOrder(deps: PlaceOrderDeps, request: PlaceOrderReques
       throw new Error(
         `Order ${order.id}: the provider answered the charge with ${result.charge.id} (${result.charge.amount} ${result.charge.currency}, order ${result.charge.order}), which does not match the order.`,
       );
-    return settlePaid(deps.db, order.id, result.charge);
+    return settlePaid(deps, order.id, result.charge);
   }
   // Declined by the issuer, or refused by the provider (an unknown card token): final either way, so the
   // failure is recorded, the stock released and the answer stored — never a 500 that leaves stock reserved.
@@ -168,13 +174,13 @@ async function askProvider<T>(call: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Records the succeeded charge and marks the order paid; the webhook may have done both already (idempotent).
- * An order that was cancelled meanwhile (the reconciler gave it up while this request was frozen past its wait)
+ * Records the succeeded charge and marks the order paid, with its fulfilment job when this is the transition
+ * that paid it; the webhook may have done all of it already (idempotent). An order that was cancelled meanwhile (the reconciler gave it up while this request was frozen past its wait)
  * keeps its decision: this request answers with it, and the charge that landed late is the reconciler's to
  * refund (it looks again at the orders it gave up) — logged here as the anomaly it is.
  */
-async function settlePaid(db: Database, orderId: string, charge: Charge): Promise<OrderView> {
-  const settled = await inTransaction(db, async (tx) => {
+async function settlePaid(deps: PlaceOrderDeps, orderId: string, charge: Charge): Promise<OrderView> {
+  const settled = await inTransaction(deps.db, async (tx) => {
     await recordPayment(tx, {
       orderId,
       providerChargeId: charge.id,
@@ -182,7 +188,7 @@ async function settlePaid(db: Database, orderId: string, charge: Charge): Promis
       amountCents: charge.amount,
       currency: charge.currency,
     });
-    await markOrderPaid(tx, orderId);
+    if (await markOrderPaid(tx, orderId)) await deps.enqueueFulfilment(orderId, tx);
     return tx.order.findUniqueOrThrow({ where: { id: orderId }, include: orderViewInclude });
   });
   if (settled.status === 'payment_failed') {

@@ -69,7 +69,6 @@ export type WebhookOutcome =
   | {
       duplicate: false;
       effect:
-        | 'paid'
         | 'payment_failed'
         | 'refunded'
         | 'fulfilment_queued'
@@ -157,13 +156,10 @@ async function applyEvent(
         amountCents: charge.amount,
         currency: charge.currency,
       });
-      const becamePaid = await markOrderPaid(tx, order.id);
-      const { status } = await tx.order.findUniqueOrThrow({
-        where: { id: order.id },
-        select: { status: true },
-      });
-      // Fulfilment is driven by the provider's confirmation, not by the pay call; never for a refunded order.
-      if (status !== 'paid') return becamePaid ? 'paid' : 'no_change';
+      // pending → paid writes its fulfilment job in the same transaction, whoever makes it (this webhook, the
+      // checkout request, the reconciler): an order the request already paid has its job, and a cancelled or
+      // refunded one gets none.
+      if (!(await markOrderPaid(tx, order.id))) return 'no_change';
       await deps.enqueueFulfilment(order.id, tx);
       return 'fulfilment_queued';
     }

@@ -225,7 +225,7 @@ function OrderSteps({ trail }: { trail: KeyTrail }) {
       <Step
         n={5}
         title="Jobs"
-        guard="Fulfilment is enqueued in the webhook's transaction; a redelivered job finds its shipment (unique order_id) and receipt (unique order_id, kind) already there."
+        guard="Fulfilment is enqueued in the transaction that marks the order paid (the pay call's, the webhook's or the reconciler's); a redelivered job finds its shipment (unique order_id) and receipt (unique order_id, kind) already there."
         status={
           <Chip tone="stone">
             {jobs?.items.length ?? 0} job{jobs?.items.length === 1 ? '' : 's'}

@@ -1,8 +1,7 @@
 /** POST /api/webhooks/provider — the payment provider's events (see server/webhooks/receive-provider-webhook.ts). */
-import { enqueueFulfilment, prismaTransactionDb } from '@idem/jobs';
 import { env } from '~/env';
 import { db } from '~/server/db';
-import { jobQueue } from '~/server/jobs';
+import { enqueueFulfilmentIn } from '~/server/jobs';
 import { handleProviderEvent } from '~/server/webhooks/handle-provider-event';
 import { receiveProviderWebhook } from '~/server/webhooks/receive-provider-webhook';
 
@@ -11,17 +10,6 @@ export const dynamic = 'force-dynamic';
 export async function POST(request: Request) {
   return receiveProviderWebhook(request, {
     secret: env.PROVIDER_WEBHOOK_SECRET,
-    apply: async (event) => {
-      const queue = await jobQueue();
-      return handleProviderEvent(
-        {
-          db,
-          enqueueFulfilment: async (orderId, tx) => {
-            await enqueueFulfilment(queue, orderId, prismaTransactionDb(tx));
-          },
-        },
-        event,
-      );
-    },
+    apply: (event) => handleProviderEvent({ db, enqueueFulfilment: enqueueFulfilmentIn }, event),
   });
 }
