@@ -55,6 +55,9 @@ export default defineConfig({
       EMBEDDED_PG_PORT: process.env.E2E_PG_PORT ?? '54339',
       PROVIDER_SECRET_KEY: process.env.E2E_PROVIDER_SECRET_KEY,
       METRICS_TOKEN: process.env.E2E_METRICS_TOKEN,
+      // Every browser of the run is a guest at 127.0.0.1: together past the production limit of new orders per
+      // client address (tested on its own in tests/adversarial/new-order-limit.test.ts).
+      IDEM_NEW_ORDERS_PER_CLIENT_ADDRESS: '1000000',
     },
     reuseExistingServer: false,
     timeout: 180_000,

@@ -198,12 +198,13 @@ describe('the checkout request that pays an order writes its fulfilment job in t
   const checkoutDeps = (enqueue: PlaceOrderDeps['enqueueFulfilment']): PlaceOrderDeps => ({
     db: database.db,
     provider: client,
-    newOrderLimit: { max: 1_000, windowSeconds: 600 },
+    newOrderLimit: { max: 1_000, maxPerClient: 1_000, maxPending: 1_000, windowSeconds: 600 },
     enqueueFulfilment: enqueue,
   });
   const checkoutOf = async (sku: string) => ({
     principalId: 'user:convergence-test',
     orderId: crypto.randomUUID(),
+    clientRef: null,
     input: { items: [{ sku, quantity: 1 }], email: 'alice@example.com', cardToken: 'tok_visa' },
   });
   const chargesAtProvider = async (orderId: string) =>

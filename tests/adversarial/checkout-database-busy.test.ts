@@ -72,6 +72,7 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
     const request = {
       principalId: 'user:busy-test',
       orderId: crypto.randomUUID(),
+      clientRef: null,
       input: aliceCart(sku, 2),
     };
     // Busy until the checkout has answered: longer than it waits for a connection (10 s), however late its wait
@@ -115,6 +116,7 @@ describe('a checkout whose transaction cannot get a connection in time', () => {
     const request = {
       principalId: 'user:busy-test',
       orderId: crypto.randomUUID(),
+      clientRef: null,
       input: aliceCart(sku, 2),
     };
     const { busy, released } = poolTakenAfterTheRead(onePool, (tx) => tx.$executeRaw`select pg_sleep(3)`);

@@ -57,6 +57,7 @@ describe('two attempts of one intent reserve at the same moment', () => {
     const request = {
       principalId: 'user:race-test',
       orderId: crypto.randomUUID(),
+      clientRef: null,
       input: aliceCart(sku, 2),
     };
     const { racing, readsBeforeAnyInsert } = databaseWhereAttemptsRead(2);

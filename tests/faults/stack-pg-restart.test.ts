@@ -67,8 +67,10 @@ beforeAll(async () => {
       PORT: String(webPort),
       PROVIDER_PORT: String(providerPort),
       EMBEDDED_PG_PORT: String(pgPort),
-      // 40 clients over two demo users: more new orders than the production limit allows one principal.
+      // 40 clients over two demo users at 127.0.0.1: past the production limits on new and pending orders.
       IDEM_NEW_ORDERS_PER_PRINCIPAL: '1000',
+      IDEM_NEW_ORDERS_PER_CLIENT_ADDRESS: '1000',
+      IDEM_PENDING_ORDERS_PER_PRINCIPAL: '1000',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -696,6 +696,8 @@ async function main() {
     IDEM_TEST_SEAMS: '1',
     // A benchmark places thousands of orders per principal: far past the production limit on new orders.
     IDEM_NEW_ORDERS_PER_PRINCIPAL: '100000000',
+    IDEM_NEW_ORDERS_PER_CLIENT_ADDRESS: '100000000',
+    IDEM_PENDING_ORDERS_PER_PRINCIPAL: '100000000',
   });
   log(`next start (production) at ${url}, provider at ${provider.url}`);
 

@@ -117,6 +117,15 @@ function schemaFor(production: boolean) {
        * order, and a replay, are never limited.
        */
       IDEM_NEW_ORDERS_PER_PRINCIPAL: z.coerce.number().int().positive().default(30),
+      /**
+       * New orders from one client address per window, whatever the principal: a script that mints a guest
+       * session per checkout stops here. Generous, because customers behind one NAT share an address.
+       */
+      IDEM_NEW_ORDERS_PER_CLIENT_ADDRESS: z.coerce.number().int().positive().default(60),
+      /** Orders of one principal still waiting for their payment (stock reserved) at once. */
+      IDEM_PENDING_ORDERS_PER_PRINCIPAL: z.coerce.number().int().positive().default(5),
+      /** Reverse proxies in front of the app that append to X-Forwarded-For (see server/auth/client-address.ts). */
+      IDEM_PROXY_HOPS: z.coerce.number().int().positive().max(10).default(1),
       IDEM_NEW_ORDERS_WINDOW_SECONDS: z.coerce
         .number()
         .int()
@@ -137,14 +146,20 @@ function schemaFor(production: boolean) {
         IDEM_TEST_EFFECT_ID_PER_ATTEMPT,
         IDEM_TEST_NO_LEASE_RENEWAL,
         IDEM_NEW_ORDERS_PER_PRINCIPAL,
+        IDEM_NEW_ORDERS_PER_CLIENT_ADDRESS,
+        IDEM_PENDING_ORDERS_PER_PRINCIPAL,
         IDEM_NEW_ORDERS_WINDOW_SECONDS,
+        IDEM_PROXY_HOPS,
         ...rest
       }) => ({
         ...rest,
         newOrderLimit: {
           max: IDEM_NEW_ORDERS_PER_PRINCIPAL,
+          maxPerClient: IDEM_NEW_ORDERS_PER_CLIENT_ADDRESS,
+          maxPending: IDEM_PENDING_ORDERS_PER_PRINCIPAL,
           windowSeconds: IDEM_NEW_ORDERS_WINDOW_SECONDS,
         } satisfies NewOrderLimit,
+        proxyHops: IDEM_PROXY_HOPS,
         testSeams:
           IDEM_TEST_SEAMS === '1'
             ? ({

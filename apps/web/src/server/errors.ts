@@ -16,8 +16,10 @@ export const ShopErrorReason = {
   /** The order's payment never completed and the reconciler gave it up: nothing was charged, stock is back. */
   paymentAbandoned: 'payment_abandoned',
   orderNotFound: 'order_not_found',
-  /** Past the limit on new orders per principal: nothing was done; retry after Retry-After. */
+  /** Past the limit on new orders per principal or per client address: nothing was done; retry after Retry-After. */
   tooManyOrders: 'too_many_orders',
+  /** Too many of the principal's orders still wait for their payment: nothing was done; retry after Retry-After. */
+  tooManyPendingOrders: 'too_many_pending_orders',
 } as const;
 export type ShopErrorReason = (typeof ShopErrorReason)[keyof typeof ShopErrorReason];
 
@@ -30,6 +32,7 @@ const codeByReason: Record<ShopErrorReason, TRPC_ERROR_CODE_KEY> = {
   payment_abandoned: 'PAYMENT_REQUIRED',
   order_not_found: 'NOT_FOUND',
   too_many_orders: 'TOO_MANY_REQUESTS',
+  too_many_pending_orders: 'TOO_MANY_REQUESTS',
 };
 
 export class ShopError extends TRPCError {
@@ -43,22 +46,38 @@ export class ShopError extends TRPCError {
 }
 
 /**
- * Past the per-principal limit on new orders (services/new-order-limit.ts): 429, not stored (the key is
- * released: the same key succeeds once the window has room), with the seconds the route sends as Retry-After.
+ * Past a limit on new orders (services/new-order-limit.ts): 429, not stored (the key is released: the same key
+ * succeeds once the limit has room), with the seconds the route sends as Retry-After.
  */
 export class OrderLimitError extends ShopError {
   override name = 'OrderLimitError';
   constructor(
-    limit: { max: number; windowSeconds: number },
+    which: OrderLimitKind,
+    limit: { max: number; maxPerClient: number; maxPending: number; windowSeconds: number },
     readonly retryAfterSeconds: number,
   ) {
-    super(
-      'too_many_orders',
-      `Too many new orders: at most ${limit.max} in ${Math.round(limit.windowSeconds / 60)} minutes for one customer. ` +
-        `Nothing was done; retry after ${retryAfterSeconds} seconds.`,
-    );
+    const minutes = Math.round(limit.windowSeconds / 60);
+    const retry = `Nothing was done; retry after ${retryAfterSeconds} seconds.`;
+    const byKind: Record<OrderLimitKind, [ShopErrorReason, string]> = {
+      pending: [
+        'too_many_pending_orders',
+        `Too many orders waiting for their payment: at most ${limit.maxPending} at once for one customer. ${retry}`,
+      ],
+      principal: [
+        'too_many_orders',
+        `Too many new orders: at most ${limit.max} in ${minutes} minutes for one customer. ${retry}`,
+      ],
+      client: [
+        'too_many_orders',
+        `Too many new orders from this network address: at most ${limit.maxPerClient} in ${minutes} minutes. ${retry}`,
+      ],
+    };
+    super(...byKind[which]);
   }
 }
+
+/** Which limit a new order ran into: pending orders of its principal, or new orders of its principal or address. */
+export type OrderLimitKind = 'pending' | 'principal' | 'client';
 
 /**
  * The provider could not be reached or failed (5xx, timeout): nothing was decided. 503, so clients retry —

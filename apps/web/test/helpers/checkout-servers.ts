@@ -39,7 +39,7 @@ export async function startCheckoutServers(databaseUrl: string): Promise<Checkou
             newOrderLimit: env.newOrderLimit,
             enqueueFulfilment: enqueueFulfilmentIn,
           },
-          { principalId: ctx.principal.id, orderId: randomUUID(), input },
+          { principalId: ctx.principal.id, orderId: randomUUID(), clientRef: null, input },
         ),
       ),
     }),

@@ -53,7 +53,7 @@ export function createBenchRouter(idempotency: AppIdempotency) {
           newOrderLimit: env.newOrderLimit,
           enqueueFulfilment: enqueueFulfilmentIn,
         },
-        { principalId: ctx.principal.id, orderId: randomUUID(), input },
+        { principalId: ctx.principal.id, orderId: randomUUID(), clientRef: null, input },
       ),
     ),
   });

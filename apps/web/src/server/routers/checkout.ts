@@ -1,5 +1,6 @@
 import { env } from '~/env';
 import { placeOrderInput } from '~/lib/schemas';
+import { clientAddressOf, clientRefOf } from '../auth/client-address.ts';
 import { OrderLimitError } from '../errors.ts';
 import type { AppIdempotency } from '../idempotency.ts';
 import type { NewOrderLimit } from '../services/new-order-limit.ts';
@@ -14,6 +15,12 @@ export interface CheckoutRouterDeps {
   newOrderLimit: NewOrderLimit;
   /** The paid order's fulfilment job, in the paying transaction; the app passes `enqueueFulfilmentIn`. */
   enqueueFulfilment: PlaceOrderDeps['enqueueFulfilment'];
+}
+
+/** The keyed hash of the request's client address, or null when it has none. */
+function clientRefFor(headers: Headers): string | null {
+  const address = clientAddressOf(headers, env.proxyHops);
+  return address === null ? null : clientRefOf(address, env.SESSION_SECRET);
 }
 
 export function createCheckoutRouter({
@@ -36,7 +43,12 @@ export function createCheckoutRouter({
         try {
           return await placeOrder(
             { db: ctx.db, provider: ctx.provider, newOrderLimit, enqueueFulfilment },
-            { principalId: ctx.principal.id, orderId: orderIdFor(ctx.idempotency), input },
+            {
+              principalId: ctx.principal.id,
+              orderId: orderIdFor(ctx.idempotency),
+              clientRef: clientRefFor(ctx.headers),
+              input,
+            },
           );
         } catch (error) {
           if (error instanceof OrderLimitError)

@@ -45,6 +45,8 @@ export interface PlaceOrderRequest {
   principalId: string;
   /** Deterministic per intent: see `orderIdForIntent`. */
   orderId: string;
+  /** The keyed hash of the client's address (`clientRefOf`), kept on a new order for the per-address limit. */
+  clientRef: string | null;
   input: PlaceOrderInput;
 }
 
@@ -283,10 +285,10 @@ function isOrderIdTaken(error: unknown): boolean {
 
 async function createReservedOrder(
   { db, newOrderLimit }: PlaceOrderDeps,
-  { principalId, orderId, input }: PlaceOrderRequest,
+  { principalId, orderId, clientRef, input }: PlaceOrderRequest,
 ) {
   return inTransaction(db, async (tx) => {
-    await checkNewOrderLimit(tx, principalId, newOrderLimit);
+    await checkNewOrderLimit(tx, { principal: principalId, clientRef }, newOrderLimit);
     const skus = input.items.map((item) => item.sku);
     const products = await tx.product.findMany({ where: { sku: { in: skus } } });
     const bySku = new Map(products.map((product) => [product.sku, product]));
@@ -316,6 +318,7 @@ async function createReservedOrder(
       data: {
         id: orderId,
         principal: principalId,
+        clientRef,
         email: input.email,
         currency,
         totalCents: lines.reduce((sum, { product, quantity }) => sum + product.priceCents * quantity, 0),

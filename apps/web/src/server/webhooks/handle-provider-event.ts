@@ -68,13 +68,7 @@ export type WebhookOutcome =
   | { duplicate: true }
   | {
       duplicate: false;
-      effect:
-        | 'payment_failed'
-        | 'refunded'
-        | 'fulfilment_queued'
-        | 'no_change'
-        | 'ignored'
-        | 'anomaly';
+      effect: 'payment_failed' | 'refunded' | 'fulfilment_queued' | 'no_change' | 'ignored' | 'anomaly';
     };
 
 const CHARGE_EVENTS = new Set(['charge.succeeded', 'charge.failed', 'charge.refunded']);
