@@ -103,6 +103,46 @@ describe('key gauges (computed at scrape time)', () => {
   });
 });
 
+describe('orders past their time (the order invariant, database part)', () => {
+  it('counts a pending order 20 min past its charge attempt and a paid one 20 min past its payment; fresh ones and shipped ones are not', async () => {
+    const kinds = ['pending_too_long', 'paid_not_shipped'] as const;
+    const series = (kind: (typeof kinds)[number]) => `idem_order_invariant_violations{kind="${kind}"}`;
+    let value = await scrape();
+    for (const kind of kinds) expect(value(series(kind))).toBe(0);
+
+    const agedPending = await paidOrder();
+    const agedPaid = await paidOrder();
+    const freshPaid = await paidOrder();
+    const shipped = await paidOrder();
+    await priv.db.$executeRaw`
+      update orders set status = 'pending', charge_attempted_at = now() - interval '20 minutes'
+       where id = ${agedPending.id}::uuid`;
+    await priv.db.$executeRaw`update orders set status = 'shipped' where id = ${shipped.id}::uuid`;
+    for (const [order, age] of [
+      [agedPaid, '20 minutes'],
+      [freshPaid, '1 minute'],
+      [shipped, '20 minutes'],
+    ] as const)
+      await priv.db.$executeRaw`
+        insert into payments (id, order_id, provider_charge_id, status, amount_cents, currency, created_at)
+        values (gen_random_uuid(), ${order.id}::uuid, ${`ch_${randomUUID()}`}, 'succeeded', ${order.totalCents},
+                'usd', now() - ${age}::interval)`;
+
+    value = await scrape();
+    expect(value(series('pending_too_long'))).toBe(1);
+    expect(value(series('paid_not_shipped'))).toBe(1);
+    const { getAdminOverview } = await import('~/server/admin/overview');
+    expect((await databaseMetricsSnapshot(priv.db, 0)).ordersPastTheirTime).toEqual({ pending: 1, paid: 1 });
+    expect((await getAdminOverview(priv.db)).ordersPastTheirTime).toBe(2);
+
+    // Shipped (its job ran) and decided (the reconciler gave it up): nothing past its time is left.
+    await priv.db.$executeRaw`update orders set status = 'shipped' where id = ${agedPaid.id}::uuid`;
+    await priv.db.$executeRaw`update orders set status = 'payment_failed' where id = ${agedPending.id}::uuid`;
+    value = await scrape();
+    for (const kind of kinds) expect(value(series(kind))).toBe(0);
+  });
+});
+
 describe('cleanup counters (written by the worker)', () => {
   it('counts each finished run and the rows it removed per table; a run with nothing to do adds a run only', async () => {
     let value = await scrape();

@@ -5,6 +5,12 @@
  */
 export { PaymentFailureCode } from './failure-codes.ts';
 export {
+  countOrdersPastTheirTime,
+  DEFAULT_SETTLE_WITHIN_SECONDS,
+  type OrderPastItsTime,
+  ordersPastTheirTime,
+} from './order-invariant.ts';
+export {
   beginChargeAttempt,
   markOrderPaid,
   markOrderPaymentFailed,

@@ -1,16 +1,14 @@
 /**
  * The order invariant, written once: where every order must be once the asynchronous half has had its time.
- *   - nothing is `pending` longer than `settleWithinSeconds` after its last charge attempt (the reconciler
- *     decides it after 5 min);
- *   - nothing is `paid` and unshipped longer than `settleWithinSeconds` after its payment (its fulfilment job,
- *     or the reconciler's stranded-paid sweep, ships it);
+ *   - nothing is `pending` or `paid`-and-unshipped past its time (`ordersPastTheirTime` in @idem/payments, which
+ *     the web app's metric and admin page count too);
  *   - with the provider asked (`provider` given): the money the provider kept for the order (succeeded charges
  *     not refunded) is the order's amount when it is paid or shipped, and 0 when it was cancelled
  *     (`payment_failed`) or refunded — for orders created within `moneyWindowSeconds` (one provider call each).
  * `pnpm idem:audit` prints the violations of a live database; the fault suites assert there are none.
  */
 import type { Database } from '@idem/db';
-import type { PaymentProvider } from '@idem/payments';
+import { DEFAULT_SETTLE_WITHIN_SECONDS, ordersPastTheirTime, type PaymentProvider } from '@idem/payments';
 
 export const ViolationKind = {
   pendingTooLong: 'pending_too_long',
@@ -42,19 +40,10 @@ export interface AuditDeps {
 }
 
 export async function auditOrders(deps: AuditDeps, options: AuditOptions = {}): Promise<Violation[]> {
-  const settleWithin = options.settleWithinSeconds ?? 900;
+  const settleWithin = options.settleWithinSeconds ?? DEFAULT_SETTLE_WITHIN_SECONDS;
   const violations: Violation[] = [];
 
-  const stuck = await deps.db.$queryRaw<Array<{ id: string; status: string; since: Date }>>`
-    select o.id::text, o.status::text, coalesce(o.charge_attempted_at, o.created_at) as since
-      from orders o
-     where o.status = 'pending'
-       and coalesce(o.charge_attempted_at, o.created_at) < now() - make_interval(secs => ${settleWithin})
-    union all
-    select o.id::text, o.status::text, p.created_at as since
-      from orders o join payments p on p.order_id = o.id and p.status = 'succeeded'
-     where o.status = 'paid' and p.created_at < now() - make_interval(secs => ${settleWithin})
-     order by since`;
+  const stuck = await ordersPastTheirTime(deps.db, settleWithin);
   for (const order of stuck)
     violations.push({
       orderId: order.id,

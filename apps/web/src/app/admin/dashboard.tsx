@@ -62,6 +62,12 @@ export function AdminDashboard({ initialQuery }: { initialQuery: string }) {
       alert: true,
     },
     {
+      label: 'Orders past their time',
+      value: overview.data?.ordersPastTheirTime,
+      hint: 'pending or paid-unshipped > 15 min',
+      alert: true,
+    },
+    {
       label: 'Webhook duplicates dropped',
       value: overview.data?.webhookDuplicatesDropped,
       hint: 'processed_events',
@@ -80,7 +86,7 @@ export function AdminDashboard({ initialQuery }: { initialQuery: string }) {
 
   return (
     <div className="space-y-10">
-      <section aria-label="Overview" className="grid grid-cols-2 gap-3 md:grid-cols-3 xl:grid-cols-6">
+      <section aria-label="Overview" className="grid grid-cols-2 gap-3 md:grid-cols-4 xl:grid-cols-7">
         {tiles.map((tile) => (
           <div
             key={tile.label}

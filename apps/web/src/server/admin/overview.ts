@@ -7,6 +7,8 @@ import { databaseMetricsSnapshot } from '../observability/database-metrics.ts';
 export interface AdminOverview {
   keysInFlight: number;
   leasesExpired: number;
+  /** Orders pending, or paid and not shipped, past their time: each one a customer waiting on nothing. */
+  ordersPastTheirTime: number;
   webhookDuplicatesDropped: number;
   jobDuplicatesDropped: number;
   cleanupRuns: number;
@@ -22,6 +24,7 @@ export async function getAdminOverview(db: Database): Promise<AdminOverview> {
   return {
     keysInFlight: snapshot.keysInFlight,
     leasesExpired: snapshot.leasesExpired,
+    ordersPastTheirTime: snapshot.ordersPastTheirTime.pending + snapshot.ordersPastTheirTime.paid,
     webhookDuplicatesDropped: sum(PersistedCounter.webhookDuplicatesDropped),
     jobDuplicatesDropped: sum(PersistedCounter.jobDuplicatesDropped),
     cleanupRuns: sum(PersistedCounter.cleanupRuns),

@@ -7,6 +7,7 @@
 import { PersistedCounter } from '@idem/contracts';
 import type { Database } from '@idem/db';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '@idem/idempotency/prisma';
+import { countOrdersPastTheirTime } from '@idem/payments';
 import type { Counter } from 'prom-client';
 import { keyOperations } from '../admin/key-rows.ts';
 import { logger } from './log.ts';
@@ -67,22 +68,26 @@ const bindings: Record<string, CounterBinding> = {
 export interface DatabaseMetricsSnapshot {
   keysInFlight: number;
   leasesExpired: number;
+  /** Orders past their time (the database's part of the order invariant), by state. */
+  ordersPastTheirTime: { pending: number; paid: number };
   counters: Array<{ name: string; label: string; value: number }>;
 }
 
 /**
- * Two queries at once: the key counts (`countProcessing`: one pass over the processing keys — the `(scope,
+ * Three queries at once: the orders past their time (two counts over the orders' (status, created_at) index and
+ * the paid orders' payments), the key counts (`countProcessing`: one pass over the processing keys — the `(scope,
  * state)` index leads with scope, so it does not narrow a count over every scope) and the counters. Callers go
  * through `databaseMetricsSnapshot` (cached, shared).
  */
 export async function readDatabaseMetrics(db: Database): Promise<DatabaseMetricsSnapshot> {
-  const [keys, counters] = await Promise.all([
+  const [keys, ordersPastTheirTime, counters] = await Promise.all([
     keyOperations(db).countProcessing(),
+    countOrdersPastTheirTime(db),
     db.$queryRawUnsafe<DatabaseMetricsSnapshot['counters']>(
       `select name, label, value::float8 as value from operational_counters`,
     ),
   ]);
-  return { keysInFlight: keys.inFlight, leasesExpired: keys.stuck, counters };
+  return { keysInFlight: keys.inFlight, leasesExpired: keys.stuck, ordersPastTheirTime, counters };
 }
 
 /**
@@ -128,6 +133,8 @@ export async function refreshDatabaseMetrics(
   // Synchronous from here on: a concurrent scrape never sees a counter between reset and set.
   metrics.keysInFlight.set(snapshot.keysInFlight);
   metrics.leasesExpired.set(snapshot.leasesExpired);
+  metrics.ordersPastTheirTime.set({ kind: 'pending_too_long' }, snapshot.ordersPastTheirTime.pending);
+  metrics.ordersPastTheirTime.set({ kind: 'paid_not_shipped' }, snapshot.ordersPastTheirTime.paid);
   for (const [name, binding] of Object.entries(bindings)) {
     const values = new Map(binding.knownLabels.map((label) => [label, 0]));
     for (const counter of snapshot.counters) {

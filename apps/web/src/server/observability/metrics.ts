@@ -41,6 +41,12 @@ function createMetrics() {
       help: 'Idempotency keys still processing whose lease has ended: a crashed owner, until a retry takes the key over or an admin evicts it.',
       registers: [registry],
     }),
+    ordersPastTheirTime: new Gauge({
+      name: 'idem_order_invariant_violations',
+      help: 'Orders out of their invariant: pending, or paid and not shipped, 15 min past their last charge attempt or payment (pnpm idem:audit lists them).',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
     cleanupRuns: new Counter({
       name: 'idem_cleanup_runs_total',
       help: 'Finished cleanup runs (worker schedule and pnpm idem:cleanup), all processes.',
