@@ -7,6 +7,7 @@
 import { expect, type Page, test } from '@playwright/test';
 import {
   chargesForOrder,
+  checkoutIntentName,
   countPlaceOrderRequests,
   expectConfirmation,
   ordersOfThisBrowser,
@@ -23,12 +24,12 @@ test.afterEach(async () => {
 
 /** Makes the checkout's intent look first sent 49 hours ago (the checkout re-sends for 48). */
 async function ageIntentByTwoDays(page: Page) {
-  await page.evaluate(() => {
-    const name = 'idem:intent:checkout';
+  const intentName = await checkoutIntentName(page);
+  await page.evaluate((name) => {
     const record = JSON.parse(localStorage.getItem(name) ?? 'null');
     if (!record?.sent) throw new Error('no unresolved intent to age');
     localStorage.setItem(name, JSON.stringify({ ...record, createdAt: Date.now() - 49 * 3_600_000 }));
-  });
+  }, intentName);
 }
 
 test('an old intent whose payment went through: the form shows its order and sends nothing', async ({

@@ -9,6 +9,7 @@
 import { expect, test } from '@playwright/test';
 import {
   chargesForOrder,
+  checkoutIntentName,
   ordersOfThisBrowser,
   payButton,
   readyToPay,
@@ -32,8 +33,8 @@ test('a 422 to the re-sent payment keeps its key: "still being checked", its ord
   const orderId = await settledOrderOfThisBrowser(context);
 
   // The stored copy no longer matches what was sent under the key.
-  const key = await page.evaluate(() => {
-    const name = 'idem:intent:checkout';
+  const intentName = await checkoutIntentName(page);
+  const key = await page.evaluate((name) => {
     const record = JSON.parse(localStorage.getItem(name) ?? 'null');
     const sent = JSON.parse(record.sent.payload);
     sent.json.email = 'someone-else@example.com';
@@ -42,7 +43,7 @@ test('a 422 to the re-sent payment keeps its key: "still being checked", its ord
       JSON.stringify({ ...record, sent: { ...record.sent, payload: JSON.stringify(sent) } }),
     );
     return record.key as string;
-  });
+  }, intentName);
   await page.reload();
   // Every placeOrder answer from here on, with the key its request carried.
   const answers: Array<{ status: number; key: string | undefined }> = [];

@@ -15,8 +15,10 @@
  */
 import { type BrowserContext, expect, type Page, test } from '@playwright/test';
 import {
+  CHECKOUT_INTENT_PREFIX,
   chargesForOrder,
   chargesHeld,
+  checkoutIntentName,
   expectConfirmation,
   holdCharges,
   holdPaymentInBrowser,
@@ -27,9 +29,6 @@ import {
   resetProviderKnobs,
   settledOrderOfThisBrowser,
 } from '../e2e/support.ts';
-
-/** The checkout's intent record in localStorage (its intent id is `checkout`). */
-const INTENT_STORAGE_KEY = 'idem:intent:checkout';
 
 test.afterEach(async () => {
   await resetProviderKnobs();
@@ -52,16 +51,16 @@ async function openSecondTabMidPayment(
 
   const second = await context.newPage();
   if (withoutAliveMark) {
-    await second.addInitScript((intentStorageKey) => {
+    await second.addInitScript((intentPrefix) => {
       const getItem = Storage.prototype.getItem;
       Storage.prototype.getItem = function (this: Storage, name: string) {
         const value = getItem.call(this, name);
-        if (name !== intentStorageKey || value === null) return value;
+        if (!name.startsWith(intentPrefix) || value === null) return value;
         const record = JSON.parse(value);
         if (record?.sent) delete record.sent.alive;
         return JSON.stringify(record);
       };
-    }, INTENT_STORAGE_KEY);
+    }, CHECKOUT_INTENT_PREFIX);
   }
   await second.goto('/checkout');
   return { second, sendFirst: payment.send };
@@ -81,31 +80,32 @@ test('CONTROL: without the in-flight mark, the second tab offers "Start a new pu
   // purchase writes the first intent back over it, and the second tab then pays with the first key (a replay of
   // the first order, seen once in CI). The store before the fix had no refresh at all, so the test switches it
   // off around the new purchase: tab 1's writes of the record are dropped while `__freezeIntent` is set.
-  await page.addInitScript((intentStorageKey) => {
+  await page.addInitScript((intentPrefix) => {
     const setItem = Storage.prototype.setItem;
     Storage.prototype.setItem = function (this: Storage, name: string, value: string) {
-      if (name === intentStorageKey && (window as { __freezeIntent?: boolean }).__freezeIntent) return;
+      if (name.startsWith(intentPrefix) && (window as { __freezeIntent?: boolean }).__freezeIntent) return;
       setItem.call(this, name, value);
     };
-  }, INTENT_STORAGE_KEY);
+  }, CHECKOUT_INTENT_PREFIX);
   const { second, sendFirst } = await openSecondTabMidPayment(page, context, { withoutAliveMark: true });
   await expect(second.getByTestId('payment-in-doubt')).toBeVisible();
 
+  const intentName = await checkoutIntentName(page);
   const lastWrite = await page.evaluate((name) => {
     (window as { __freezeIntent?: boolean }).__freezeIntent = true;
     return localStorage.getItem(name);
-  }, INTENT_STORAGE_KEY);
+  }, intentName);
   // Tab 2 has tab 1's last write (read past the patched getItem), so nothing of tab 1's is still on its way.
   await second.waitForFunction(
     ([name, value]) => (localStorage as unknown as Record<string, string | undefined>)[name ?? ''] === value,
-    [INTENT_STORAGE_KEY, lastWrite],
+    [intentName, lastWrite],
   );
   await second.getByRole('button', { name: 'Start a new purchase' }).click();
   // Tab 1 sees the new key; from then on its refresh leaves a record of another key alone.
   const firstKey = JSON.parse(lastWrite ?? 'null')?.key;
   await page.waitForFunction(
     ([name, key]) => JSON.parse(localStorage.getItem(name ?? '') ?? 'null')?.key !== key,
-    [INTENT_STORAGE_KEY, firstKey],
+    [intentName, firstKey],
   );
   await page.evaluate(() => {
     (window as { __freezeIntent?: boolean }).__freezeIntent = false;

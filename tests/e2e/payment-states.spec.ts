@@ -14,6 +14,7 @@ import { type BrowserContext, expect, type Locator, type Page, type Route, test 
 import {
   chargesForOrder,
   chargesHeld,
+  checkoutIntentName,
   expectConfirmation,
   holdCharges,
   holdPaymentInBrowser,
@@ -244,8 +245,8 @@ test('unresolved: a 422 to the re-sent payment is an alert that it is still bein
   await reloadMidPayment(page);
   await settledOrderOfThisBrowser(context);
   // The stored copy no longer matches what was sent under the key: the re-send is answered 422.
-  await page.evaluate(() => {
-    const name = 'idem:intent:checkout';
+  const intentName = await checkoutIntentName(page);
+  await page.evaluate((name) => {
     const record = JSON.parse(localStorage.getItem(name) ?? 'null');
     const sent = JSON.parse(record.sent.payload);
     sent.json.email = 'someone-else@example.com';
@@ -253,7 +254,7 @@ test('unresolved: a 422 to the re-sent payment is an alert that it is still bein
       name,
       JSON.stringify({ ...record, sent: { ...record.sent, payload: JSON.stringify(sent) } }),
     );
-  });
+  }, intentName);
   await page.reload();
   await page.getByRole('button', { name: 'Check payment status' }).click();
   await expectAttention(
@@ -278,11 +279,11 @@ test('expired: an intent too old to re-send is an alert that names what became o
   await readyToPay(page);
   await reloadMidPayment(page);
   await settledOrderOfThisBrowser(context);
-  await page.evaluate(() => {
-    const name = 'idem:intent:checkout';
+  const intentName = await checkoutIntentName(page);
+  await page.evaluate((name) => {
     const record = JSON.parse(localStorage.getItem(name) ?? 'null');
     localStorage.setItem(name, JSON.stringify({ ...record, createdAt: Date.now() - 49 * 3_600_000 }));
-  });
+  }, intentName);
   await page.reload();
   await expectAttention(
     page,

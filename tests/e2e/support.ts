@@ -94,6 +94,19 @@ export async function reloadMidPayment(page: Page) {
   await releaseCharges();
 }
 
+/** The prefix of the checkout's intent record in localStorage: its intent id is `checkout:<owner>`. */
+export const CHECKOUT_INTENT_PREFIX = 'idem:intent:checkout:';
+
+/** The localStorage name of the checkout intent this page's principal holds (there must be one). */
+export async function checkoutIntentName(page: Page): Promise<string> {
+  const name = await page.evaluate(
+    (prefix) => Object.keys(localStorage).find((key) => key.startsWith(prefix)),
+    CHECKOUT_INTENT_PREFIX,
+  );
+  if (!name) throw new Error('no checkout intent in this browser');
+  return name;
+}
+
 export async function addToCart(page: Page, productName: string) {
   await page.getByRole('button', { name: `Add ${productName} to cart` }).click();
 }

@@ -18,7 +18,8 @@ import { forgetPlacedOrder, rememberPlacedOrder, usePlacedOrder } from './placed
 /**
  * The purchase intent is the cart, and the cart lives in localStorage (shared by the browser's tabs), so the
  * intent's key lives there too: a double click, a retry, a reload, back-and-resubmit and a second tab paying
- * the same cart all send the same key, and the server charges once.
+ * the same cart all send the same key, and the server charges once. Named per owner (`intentOwner`): another
+ * person on the same browser never sees this one's payment in doubt, nor its email.
  */
 const CHECKOUT_INTENT = 'checkout';
 const intentStorage = () => (typeof window === 'undefined' ? null : window.localStorage);
@@ -27,9 +28,12 @@ const HOUR_MS = 3_600_000;
 
 export function CheckoutForm({
   browserIntentHours,
+  intentOwner,
 }: {
   /** How long an unresolved payment is re-sent; past it the form asks the server what became of it. */
   browserIntentHours: number;
+  /** Whose intent this is (`intentOwnerOf` the request's principal): the intent's name ends with it. */
+  intentOwner: string;
 }) {
   const trpc = useTRPC();
   const router = useRouter();
@@ -55,7 +59,7 @@ export function CheckoutForm({
         },
       }),
     {
-      intentId: CHECKOUT_INTENT,
+      intentId: `${CHECKOUT_INTENT}:${intentOwner}`,
       storage: intentStorage(),
       // The links' transformer: the hook then means by "the same payment" exactly what the server does.
       transformer: superjson,
