@@ -86,24 +86,43 @@ interface EventRow {
 
 const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString());
 
-/** Events oldest first (the newest `limit`), optionally of one charge, with their delivery state. */
+/** Which events `GET /v1/events` lists (Stripe's parameters of the same names). */
+export interface EventsFilter {
+  charge?: string;
+  limit: number;
+  /** Events with a webhook delivery: false, not delivered (still being retried, or given up); true, delivered. */
+  deliverySuccess?: boolean;
+  /** Unix seconds: only events created at or after. */
+  createdGte?: number;
+}
+
+/**
+ * Events oldest first (the newest `limit` that match), with their delivery state, and whether older ones match
+ * too (`hasMore`, read as one row past the limit).
+ */
 export async function listEvents(
   db: Queryable,
-  filter: { charge?: string; limit: number },
-): Promise<EventWithDelivery[]> {
+  filter: EventsFilter,
+): Promise<{ events: EventWithDelivery[]; hasMore: boolean }> {
   const result = await db.query<EventRow>(
-    `SELECT * FROM (
-       SELECT e.seq, e.id, e.type, e.charge_id, e.created_at, d.url, d.attempts, d.next_attempt_at,
-              d.last_attempt_at, d.delivered_at, d.failed_at, d.last_status, d.last_error
-         FROM provider.events e
-         LEFT JOIN provider.webhook_deliveries d ON d.event_id = e.id
-        WHERE $1::text IS NULL OR e.charge_id = $1
-        ORDER BY e.seq DESC
-        LIMIT $2) recent
-     ORDER BY seq`,
-    [filter.charge ?? null, filter.limit],
+    `SELECT e.id, e.type, e.charge_id, e.created_at, d.url, d.attempts, d.next_attempt_at,
+            d.last_attempt_at, d.delivered_at, d.failed_at, d.last_status, d.last_error
+       FROM provider.events e
+       LEFT JOIN provider.webhook_deliveries d ON d.event_id = e.id
+      WHERE ($1::text IS NULL OR e.charge_id = $1)
+        AND ($3::boolean IS NULL OR (d.event_id IS NOT NULL AND (d.delivered_at IS NOT NULL) = $3))
+        AND ($4::float8 IS NULL OR e.created_at >= to_timestamp($4))
+      ORDER BY e.seq DESC
+      LIMIT $2::int + 1`,
+    [filter.charge ?? null, filter.limit, filter.deliverySuccess ?? null, filter.createdGte ?? null],
   );
-  return result.rows.map((row) => ({
+  const hasMore = result.rows.length > filter.limit;
+  const rows = result.rows.slice(0, filter.limit).reverse();
+  return { events: rows.map(toEventWithDelivery), hasMore };
+}
+
+function toEventWithDelivery(row: EventRow): EventWithDelivery {
+  return {
     id: row.id,
     type: row.type,
     charge: row.charge_id,
@@ -123,5 +142,5 @@ export async function listEvents(
             last_status: row.last_status,
             last_error: row.last_error,
           },
-  }));
+  };
 }

@@ -18,7 +18,7 @@ import {
 } from './charges.ts';
 import { type Pool, type PoolClient, withTransaction } from './db.ts';
 import { ApiError, invalidRequest } from './errors.ts';
-import { listEvents, type Outbox } from './events.ts';
+import { type EventsFilter, listEvents, type Outbox } from './events.ts';
 import { fingerprint, keyScope, parseIdempotencyKey, runIdempotent } from './idempotency.ts';
 import { type Knobs, KnobUpdateSchema } from './knobs.ts';
 import { createRefund, parseRefundParams } from './refunds.ts';
@@ -84,8 +84,11 @@ export function createRequestListener(deps: AppDeps): RequestListener {
       if (path === '/__webhooks') {
         if (method !== 'GET') throw methodNotAllowed(method, path, ['GET']);
         const charge = url.searchParams.get('charge');
-        const data = await listEvents(deps.pool, { limit: 1000, ...(charge === null ? {} : { charge }) });
-        return json(200, { object: 'list', data });
+        const { events } = await listEvents(deps.pool, {
+          limit: 1000,
+          ...(charge === null ? {} : { charge }),
+        });
+        return json(200, { object: 'list', data: events });
       }
       if (path === '/__charges/held') {
         if (method !== 'GET') throw methodNotAllowed(method, path, ['GET']);
@@ -118,7 +121,8 @@ export function createRequestListener(deps: AppDeps): RequestListener {
 
       if (path === '/v1/events') {
         if (method !== 'GET') throw methodNotAllowed(method, path, ['GET']);
-        return json(200, { object: 'list', data: await listEvents(deps.pool, parseEventsQuery(url)) });
+        const { events, hasMore } = await listEvents(deps.pool, parseEventsQuery(url));
+        return json(200, { object: 'list', data: events, has_more: hasMore });
       }
 
       if (path === '/v1/refunds') {
@@ -290,10 +294,15 @@ async function flushRoute(req: IncomingMessage, webhooks: WebhookDispatcher | un
 
 const EVENTS_MAX_LIMIT = 100;
 
-/** `GET /v1/events?charge=ch_…&limit=n`: the newest `limit` (default and maximum 100), optionally of one charge. */
-function parseEventsQuery(url: URL): { charge?: string; limit: number } {
+const EVENTS_QUERY_PARAMS = new Set(['charge', 'limit', 'delivery_success', 'created[gte]']);
+
+/**
+ * `GET /v1/events?charge=ch_…&delivery_success=false&created[gte]=<unix s>&limit=n`: the newest `limit` (default
+ * and maximum 100) that match.
+ */
+function parseEventsQuery(url: URL): EventsFilter {
   for (const name of url.searchParams.keys()) {
-    if (name !== 'charge' && name !== 'limit')
+    if (!EVENTS_QUERY_PARAMS.has(name))
       throw invalidRequest(`Received unknown parameter: ${name}`, { param: name });
   }
   const charge = url.searchParams.get('charge');
@@ -305,7 +314,22 @@ function parseEventsQuery(url: URL): { charge?: string; limit: number } {
       param: 'limit',
     });
   }
-  return { limit, ...(charge === null ? {} : { charge }) };
+  const rawSuccess = url.searchParams.get('delivery_success');
+  if (rawSuccess !== null && rawSuccess !== 'true' && rawSuccess !== 'false') {
+    throw invalidRequest('Invalid delivery_success: must be true or false.', { param: 'delivery_success' });
+  }
+  const rawCreatedGte = url.searchParams.get('created[gte]');
+  if (rawCreatedGte !== null && !/^\d{1,12}$/.test(rawCreatedGte)) {
+    throw invalidRequest('Invalid created[gte]: must be a Unix timestamp in seconds.', {
+      param: 'created[gte]',
+    });
+  }
+  return {
+    limit,
+    ...(charge === null ? {} : { charge }),
+    ...(rawSuccess === null ? {} : { deliverySuccess: rawSuccess === 'true' }),
+    ...(rawCreatedGte === null ? {} : { createdGte: Number(rawCreatedGte) }),
+  };
 }
 
 function errorReply(err: unknown, what: string, log: (line: string) => void): Reply {

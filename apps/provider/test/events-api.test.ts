@@ -62,6 +62,49 @@ describe('GET /v1/events', () => {
     expect(events.map((event) => event.charge)).toEqual([first, second]);
   });
 
+  it('filters by delivery_success and created[gte], Stripe-style, and says has_more', async () => {
+    const [delivered, givenUp, retrying, oldGivenUp] = [
+      await chargeId(uniqueOrder()),
+      await chargeId(uniqueOrder()),
+      await chargeId(uniqueOrder()),
+      await chargeId(uniqueOrder()),
+    ];
+    const setDelivery = (charge: string, assignments: string) =>
+      harness.sql.query(
+        `UPDATE provider.webhook_deliveries d SET ${assignments}
+           FROM provider.events e WHERE e.id = d.event_id AND e.charge_id = $1`,
+        [charge],
+      );
+    await setDelivery(delivered, 'delivered_at = now()');
+    await setDelivery(givenUp, 'failed_at = now(), attempts = 10');
+    await setDelivery(oldGivenUp, 'failed_at = now(), attempts = 10');
+    await harness.sql.query(
+      `UPDATE provider.events SET created_at = now() - interval '2 days' WHERE charge_id = $1`,
+      [oldGivenUp],
+    );
+    const ours = (events: ListedEvent[]) =>
+      events
+        .filter((event) => [delivered, givenUp, retrying, oldGivenUp].includes(event.charge))
+        .map((event) => [event.charge, event.delivery?.status]);
+
+    expect(ours(await listEvents('?delivery_success=true'))).toEqual([[delivered, 'delivered']]);
+    expect(ours(await listEvents('?delivery_success=false'))).toEqual([
+      [givenUp, 'failed'],
+      [retrying, 'pending'],
+      [oldGivenUp, 'failed'],
+    ]);
+    const dayAgo = Math.floor(Date.now() / 1000) - 86_400;
+    expect(ours(await listEvents(`?delivery_success=false&created[gte]=${dayAgo}`))).toEqual([
+      [givenUp, 'failed'],
+      [retrying, 'pending'],
+    ]);
+
+    const page = await getJson(base, '/v1/events?delivery_success=false&limit=1');
+    expect(page.json).toMatchObject({ has_more: true, data: [{ charge: oldGivenUp }] });
+    const all = await getJson(base, `/v1/events?charge=${delivered}`);
+    expect(all.json).toMatchObject({ has_more: false });
+  });
+
   it('requires the API key', async () => {
     expect((await getJson(base, '/v1/events', null)).status).toBe(401);
     expect((await getJson(base, '/v1/events', 'sk_test_wrong')).status).toBe(401);
@@ -75,6 +118,9 @@ describe('GET /v1/events', () => {
       ['?limit=abc', 'limit'],
       ['?charge=', 'charge'],
       ['?type=charge.succeeded', 'type'],
+      ['?delivery_success=no', 'delivery_success'],
+      ['?created[gte]=yesterday', 'created[gte]'],
+      ['?created[gte]=-5', 'created[gte]'],
     ] as const) {
       const res = await getJson(base, `/v1/events${query}`);
       expect(res.status, query).toBe(400);

@@ -48,6 +48,7 @@ export function AdminDashboard({ initialQuery }: { initialQuery: string }) {
     router.replace(next ? `${pathname}?q=${encodeURIComponent(next)}` : pathname, { scroll: false });
   };
 
+  const givenUp = overview.data?.webhookDeliveriesGivenUp;
   const tiles = [
     {
       label: 'Duplicates prevented',
@@ -59,13 +60,19 @@ export function AdminDashboard({ initialQuery }: { initialQuery: string }) {
       label: 'Stuck keys',
       value: overview.data?.leasesExpired,
       hint: 'processing, lease ended',
-      alert: true,
+      alarm: (overview.data?.leasesExpired ?? 0) > 0,
     },
     {
       label: 'Orders past their time',
       value: overview.data?.ordersPastTheirTime,
       hint: 'pending or paid-unshipped > 15 min',
-      alert: true,
+      alarm: (overview.data?.ordersPastTheirTime ?? 0) > 0,
+    },
+    {
+      label: 'Webhooks given up',
+      value: overview.data ? (givenUp ? `${givenUp.count}${givenUp.atLeast ? '+' : ''}` : '—') : undefined,
+      hint: givenUp === null ? 'provider unreachable' : 'by the provider, last 24 h',
+      alarm: (givenUp?.count ?? 0) > 0 || givenUp === null,
     },
     {
       label: 'Webhook duplicates dropped',
@@ -86,14 +93,12 @@ export function AdminDashboard({ initialQuery }: { initialQuery: string }) {
 
   return (
     <div className="space-y-10">
-      <section aria-label="Overview" className="grid grid-cols-2 gap-3 md:grid-cols-4 xl:grid-cols-7">
+      <section aria-label="Overview" className="grid grid-cols-2 gap-3 md:grid-cols-4">
         {tiles.map((tile) => (
           <div
             key={tile.label}
             className={`rounded-xl border bg-white p-4 ${
-              tile.alert && typeof tile.value === 'number' && tile.value > 0
-                ? 'border-red-300'
-                : 'border-stone-200'
+              'alarm' in tile && tile.alarm ? 'border-red-300' : 'border-stone-200'
             }`}
             data-testid="overview-tile"
           >

@@ -1,7 +1,8 @@
 /**
- * What the key trail asks the card processor, through its API as it would ask a real one: the charges it holds
- * for an order (`GET /v1/charges?order=`) and each charge's events with their webhook delivery attempts
- * (`GET /v1/events?charge=`). Read-only; answers are validated, never trusted.
+ * What the admin pages and the metrics ask the card processor, through its API as they would ask a real one: the
+ * charges it holds for an order (`GET /v1/charges?order=`), each charge's events with their webhook delivery
+ * attempts (`GET /v1/events?charge=`), and the events it could not deliver (`GET /v1/events?delivery_success=false`,
+ * Stripe's way of finding webhooks given up). Read-only; answers are validated, never trusted.
  */
 import { z } from 'zod';
 
@@ -31,6 +32,10 @@ const eventSchema = z.object({
 });
 
 const listOf = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item) });
+const pageOf = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), has_more: z.boolean() });
+
+/** The most a single read of undelivered events lists (the API's maximum page). */
+export const UNDELIVERED_EVENTS_PAGE = 100;
 
 export type ProviderChargeRecord = z.infer<typeof chargeSchema>;
 export type ProviderEventRecord = z.infer<typeof eventSchema>;
@@ -40,6 +45,11 @@ export interface ProviderReader {
   listCharges(orderId: string): Promise<ProviderChargeRecord[]>;
   /** The charge's events, oldest first, with their delivery state. */
   listEvents(chargeId: string): Promise<ProviderEventRecord[]>;
+  /**
+   * Events created since `since` whose webhook was not delivered (given up, or still being retried): the newest
+   * `UNDELIVERED_EVENTS_PAGE`, and whether there are more.
+   */
+  listUndeliveredEvents(since: Date): Promise<{ events: ProviderEventRecord[]; hasMore: boolean }>;
 }
 
 export function createProviderReader(options: {
@@ -63,6 +73,14 @@ export function createProviderReader(options: {
     },
     async listEvents(chargeId) {
       return (await get(`/v1/events?charge=${encodeURIComponent(chargeId)}`, listOf(eventSchema))).data;
+    },
+    async listUndeliveredEvents(since) {
+      const createdGte = Math.floor(since.getTime() / 1000);
+      const page = await get(
+        `/v1/events?delivery_success=false&created[gte]=${createdGte}&limit=${UNDELIVERED_EVENTS_PAGE}`,
+        pageOf(eventSchema),
+      );
+      return { events: page.data, hasMore: page.has_more };
     },
   };
 }

@@ -97,6 +97,16 @@ function createMetrics() {
       labelNames: ['queue'] as const,
       registers: [registry],
     }),
+    webhookDeliveriesGivenUp: new Gauge({
+      name: 'idem_webhook_deliveries_given_up',
+      help: 'Provider events of the last 24 h whose webhook delivery failed every attempt (GET /v1/events?delivery_success=false; at most 100 counted).',
+      registers: [registry],
+    }),
+    providerUp: new Gauge({
+      name: 'idem_metrics_provider_up',
+      help: "1 if this scrape read the provider's undelivered events, 0 if it could not (idem_webhook_deliveries_given_up then keeps its last value).",
+      registers: [registry],
+    }),
     databaseUp: new Gauge({
       name: 'idem_metrics_database_up',
       help: '1 if this scrape read the database-backed metrics, 0 if the query failed (they then keep their last values).',
