@@ -34,8 +34,13 @@ const MAX_AGE_MS = 10_000;
 const snapshots = new WeakMap<ProviderReader, { at: number; read: Promise<GivenUpDeliveries> }>();
 let fromEnv: ProviderReader | undefined;
 
+// A scrape waits for this read: 2 s at most, well inside Prometheus' 10 s scrape timeout.
 const defaultReader = () =>
-  (fromEnv ??= createProviderReader({ baseUrl: env.PROVIDER_URL, secretKey: env.PROVIDER_SECRET_KEY }));
+  (fromEnv ??= createProviderReader({
+    baseUrl: env.PROVIDER_URL,
+    secretKey: env.PROVIDER_SECRET_KEY,
+    timeoutMs: 2_000,
+  }));
 
 /** The last read if younger than 10 s, else a fresh one (concurrent callers share it; a failure is not kept). */
 export function givenUpDeliveriesSnapshot(
