@@ -1,6 +1,6 @@
 /**
  * `pnpm start`'s whole stack through a Postgres crash (issue 27, item 3): the stack runner (`scripts/stack.ts
- * start`: embedded Postgres, payment provider, worker, next start) with 40 retrying clients, while the embedded
+ * start`: embedded Postgres, payment provider, worker, next start) with 20 retrying clients, while the embedded
  * database is restarted with `pg_ctl restart -m immediate` (a crash: every connection cut mid-transaction).
  * The runner stops the stack when any process exits on its own, so a stack still serving at the end means every
  * process survived; then each answered checkout, and one placed after the restart, must reach `shipped`, which
@@ -23,7 +23,7 @@ import { orderIdOf } from './harness/invariants.ts';
 import { type Attempt, isDefinite, runClient } from './harness/load.ts';
 import { pgCtl } from './harness/pg-ctl.ts';
 
-const CLIENTS = 40;
+const CLIENTS = 20;
 const tokens = demoUsers.filter((user) => user.role !== 'admin').map((user) => user.token);
 
 let dataDir: string;
@@ -67,7 +67,7 @@ beforeAll(async () => {
       PORT: String(webPort),
       PROVIDER_PORT: String(providerPort),
       EMBEDDED_PG_PORT: String(pgPort),
-      // 40 clients over two demo users at 127.0.0.1: past the production limits on new and pending orders.
+      // 20 clients over two demo users at 127.0.0.1: past the production limits on new and pending orders.
       IDEM_NEW_ORDERS_PER_PRINCIPAL: '1000',
       IDEM_NEW_ORDERS_PER_CLIENT_ADDRESS: '1000',
       IDEM_PENDING_ORDERS_PER_PRINCIPAL: '1000',
@@ -119,21 +119,21 @@ async function statusesOf(ids: string[]): Promise<string[]> {
   return orders.map((order) => order.status);
 }
 
-it('every process lives through `pg_ctl restart -m immediate` under 40 retrying clients, and every order ships', async () => {
+it('every process lives through `pg_ctl restart -m immediate` under 20 retrying clients, and every order ships', async () => {
   onTestFailed(() => console.log(`[faults/stack] the stack's last output:\n${output.slice(-60).join('\n')}`));
   let answered = 0;
   let restartBegun!: () => void;
-  const tenAnswered = new Promise<void>((resolve) => {
+  const quarterAnswered = new Promise<void>((resolve) => {
     restartBegun = resolve;
   });
   const clients = Array.from({ length: CLIENTS }, async (_, index) => {
     const attempts: Attempt[] = await runClient(checkout(index));
     answered += 1;
-    if (answered === 10) restartBegun();
+    if (answered === CLIENTS / 4) restartBegun();
     return attempts;
   });
   // The crash falls among the clients: after a quarter of them have their answer, the rest in flight or queued.
-  await tenAnswered;
+  await quarterAnswered;
   await pgCtl(pgdata(), [
     'restart',
     '-m',

@@ -2,6 +2,7 @@ import 'server-only';
 import type { Prisma } from '@idem/db';
 import { enqueueFulfilment, prismaTransactionDb, startJobQueue } from '@idem/jobs';
 import { env } from '~/env';
+import { logger } from './observability/log.ts';
 
 type JobQueue = Awaited<ReturnType<typeof startJobQueue>>;
 
@@ -15,6 +16,16 @@ export function jobQueue(): Promise<JobQueue> {
     throw error;
   });
   return cache.idemJobQueue;
+}
+
+/**
+ * Starts the sender now, at server start, so the first paying transaction does not wait for it. A failure (the
+ * database not up yet) is logged; the first enqueue tries again.
+ */
+export function warmJobQueue(): void {
+  jobQueue().catch((error: unknown) => {
+    logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'job queue not started yet');
+  });
 }
 
 /**
