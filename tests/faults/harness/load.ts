@@ -74,7 +74,7 @@ export function send(options: SendOptions): Promise<Attempt> {
           'idempotency-key': options.key,
           connection: 'close',
         },
-        timeout: options.timeoutMs ?? 20_000,
+        timeout: options.timeoutMs ?? 60_000,
       },
       (response) => {
         const chunks: Buffer[] = [];
