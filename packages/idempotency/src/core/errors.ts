@@ -30,10 +30,12 @@ export const IdempotencyErrorCode = {
    * its status and headers are sent before the result, so a replay, a 409 or a 422 could not be told apart. 400.
    */
   streamed: 'idempotency_streamed_response',
+  /** A plain-HTTP body longer than the route's `maxBodyBytes`: refused before it is read whole. 413. */
+  bodyTooLarge: 'idempotency_body_too_large',
 } as const;
 export type IdempotencyErrorCode = (typeof IdempotencyErrorCode)[keyof typeof IdempotencyErrorCode];
 
-export type IdempotencyHttpStatus = 400 | 409 | 422 | 429;
+export type IdempotencyHttpStatus = 400 | 409 | 413 | 422 | 429;
 
 const httpStatusByCode: Record<IdempotencyErrorCode, IdempotencyHttpStatus> = {
   idempotency_key_missing: 400,
@@ -46,6 +48,7 @@ const httpStatusByCode: Record<IdempotencyErrorCode, IdempotencyHttpStatus> = {
   idempotency_too_many_in_flight: 429,
   idempotency_scope_unstable: 400,
   idempotency_streamed_response: 400,
+  idempotency_body_too_large: 413,
 };
 
 export class IdempotencyError extends Error {
@@ -150,6 +153,13 @@ export function streamedError(): IdempotencyError {
     'An idempotent mutation cannot be sent on a streamed response (trpc-accept: application/jsonl, ' +
       'httpBatchStreamLink): its status and headers (Idempotent-Replayed, Retry-After) are sent before the result. ' +
       'Nothing was done; send it without trpc-accept (httpLink).',
+  );
+}
+
+export function bodyTooLargeError(maxBodyBytes: number): IdempotencyError {
+  return new IdempotencyError(
+    IdempotencyErrorCode.bodyTooLarge,
+    `The request body is larger than this route accepts (${maxBodyBytes} bytes). Nothing was done.`,
   );
 }
 

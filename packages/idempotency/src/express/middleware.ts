@@ -9,6 +9,7 @@
  *   });
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { bodyTooLargeError } from '../core/errors.ts';
 import type { HttpBody } from '../http/fingerprint.ts';
 import {
   createHttpGuard,
@@ -42,10 +43,10 @@ export function createExpressIdempotency<TTx>(config: CreateExpressIdempotencyCo
         {
           request: req,
           method: req.method,
-          path: `${req.baseUrl}${req.path}`,
+          path: routePathOf(req),
           pathAndQuery: req.originalUrl,
           keyHeader: req.get(IDEMPOTENCY_KEY_HEADER) ?? null,
-          readBody: () => bodyOf(req),
+          readBody: (maxBytes) => bodyOf(req, maxBytes),
         },
         (idempotency) => {
           contexts.set(res, idempotency);
@@ -93,8 +94,28 @@ export function createExpressIdempotency<TTx>(config: CreateExpressIdempotencyCo
   };
 }
 
-/** The parsed body `express.json()` (or `express.raw()`, `express.text()`) left on `req`. */
-function bodyOf(req: Request): HttpBody {
+/**
+ * The route's path as Express matches it, for the default route name: the matched route's pattern
+ * (`/orders/:id/pay`) under its mount path when the middleware is mounted on the route, else the path as sent;
+ * lower-cased unless the app routes case-sensitively, and without a trailing slash unless it routes strictly.
+ * `/orders`, `/orders/` and `/ORDERS` reach one handler, so they are one key space: the same key sent to another
+ * of them is refused with 422 (the literal target stays in the fingerprint), never run again.
+ */
+function routePathOf(req: Request): string {
+  const pattern: unknown = req.route?.path;
+  let path = `${req.baseUrl}${typeof pattern === 'string' ? pattern : req.path}`;
+  if (!req.app.get('case sensitive routing')) path = path.toLowerCase();
+  if (!req.app.get('strict routing')) path = path.replace(/(?<=.)\/+$/, '');
+  return path;
+}
+
+/**
+ * The parsed body `express.json()` (or `express.raw()`, `express.text()`) left on `req`, refused (413) past
+ * `maxBytes` by its Content-Length or, for raw and text bodies, its length. The parser's own `limit` (100 kB by
+ * default) already bounded what it read.
+ */
+function bodyOf(req: Request, maxBytes: number): HttpBody {
+  if (Number(req.get('content-length')) > maxBytes) throw bodyTooLargeError(maxBytes);
   const body: unknown = req.body;
   if (body === undefined) {
     if (hasBody(req))
@@ -104,10 +125,12 @@ function bodyOf(req: Request): HttpBody {
       );
     return { kind: 'none' };
   }
-  if (body instanceof Uint8Array)
-    return { kind: 'bytes', bytes: body, contentType: req.get('content-type') ?? null };
-  if (typeof body === 'string')
-    return { kind: 'bytes', bytes: Buffer.from(body, 'utf8'), contentType: req.get('content-type') ?? null };
+  const bytes =
+    body instanceof Uint8Array ? body : typeof body === 'string' ? Buffer.from(body, 'utf8') : null;
+  if (bytes) {
+    if (bytes.length > maxBytes) throw bodyTooLargeError(maxBytes);
+    return { kind: 'bytes', bytes, contentType: req.get('content-type') ?? null };
+  }
   return { kind: 'json', value: body };
 }
 

@@ -7,7 +7,9 @@
  *   export const POST = idempotency.transactional(async (request, { tx }) => Response.json(…, { status: 201 }));
  */
 
+import { bodyTooLargeError } from '../core/errors.ts';
 import { type HttpAnswer, hasNullBody } from '../http/answer.ts';
+import { type HttpBody, hashBytes, isJsonContentType } from '../http/fingerprint.ts';
 import {
   createHttpGuard,
   type HttpIdempotencyConfig,
@@ -62,16 +64,49 @@ function wrap<TContext, TArgs extends unknown[]>(
         path: url.pathname,
         pathAndQuery: `${url.pathname}${url.search}`,
         keyHeader: request.headers.get(IDEMPOTENCY_KEY_HEADER),
-        readBody: async () => ({
-          kind: 'bytes',
-          bytes: new Uint8Array(await copy.arrayBuffer()),
-          contentType: request.headers.get('content-type'),
-        }),
+        readBody: (maxBytes) => readCapped(copy, maxBytes, () => request.body?.cancel().catch(() => {})),
       },
       async (idempotency) => answerOf(await handler(request, idempotency, ...args)),
     );
     return responseOf(answer);
   };
+}
+
+/**
+ * Reads at most `maxBytes` of the body: a declared or actual length past it is refused (413) without reading
+ * further, and both copies of the body are then cancelled (`abandon`: the handler will not run). A JSON body is
+ * kept for its canonical form; any other is hashed chunk by chunk and not kept.
+ */
+async function readCapped(copy: Request, maxBytes: number, abandon: () => void): Promise<HttpBody> {
+  const contentType = copy.headers.get('content-type');
+  const refuse = (reader?: ReadableStreamDefaultReader<Uint8Array>) => {
+    // Not awaited: a tee'd branch's cancel settles only once the other branch is cancelled too.
+    void reader?.cancel().catch(() => {});
+    abandon();
+    return bodyTooLargeError(maxBytes);
+  };
+  if (Number(copy.headers.get('content-length')) > maxBytes) throw refuse();
+  const json = isJsonContentType(contentType);
+  const hashed = json ? null : hashBytes();
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  const reader = copy.body?.getReader();
+  while (reader) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    length += value.length;
+    if (length > maxBytes) throw refuse(reader);
+    if (hashed) hashed.update(value);
+    else chunks.push(value);
+  }
+  if (hashed) return hashed.body();
+  const bytes = new Uint8Array(length);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return { kind: 'bytes', bytes, contentType };
 }
 
 async function answerOf(response: Response): Promise<HttpAnswer> {

@@ -8,6 +8,7 @@ export type {
   HttpRouteOptions,
   TransactionalHttpContext,
 } from '../http/guard.ts';
+export { DEFAULT_MAX_BODY_BYTES } from '../http/guard.ts';
 export { problemTypeOf } from '../http/problem.ts';
 export { DEFAULT_REPLAYED_HEADERS } from '../http/stored.ts';
 export { type CreateFetchIdempotencyConfig, createFetchIdempotency, type FetchHandler } from './handler.ts';

@@ -58,7 +58,16 @@ export interface HttpRouteOptions extends IdempotencyOptions {
    * `DEFAULT_REPLAYED_HEADERS`: Content-Type, Location, ETag.
    */
   replayedHeaders?: readonly string[];
+  /**
+   * The largest request body the route reads, in bytes: a longer one is refused with 413
+   * (`idempotency_body_too_large`) as soon as its Content-Length or its bytes so far say so, before the handler
+   * runs and before anything is claimed. Default `DEFAULT_MAX_BODY_BYTES` (1 MiB); `Infinity` reads any size.
+   */
+  maxBodyBytes?: number;
 }
+
+/** 1 MiB: ten times express.json()'s 100 kB, far above an API call, far below what blocks a process. */
+export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
 
 /** What a handler behind the adapter finds about its request's key. */
 export interface HttpIdempotencyContext {
@@ -90,7 +99,8 @@ export interface HttpRequestFacts<TRequest> {
   pathAndQuery: string;
   /** The raw `Idempotency-Key` header value, or null when absent. */
   keyHeader: string | null;
-  readBody(): MaybePromise<HttpBody>;
+  /** The body, refused (`bodyTooLargeError`) past `maxBytes` without reading the rest. */
+  readBody(maxBytes: number): MaybePromise<HttpBody>;
 }
 
 export type HttpRoute<TRequest, TContext> = (
@@ -102,9 +112,12 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
   const onError = config.onError ?? ((error: unknown) => console.error(error));
 
   function routeSettings(routeOptions: HttpRouteOptions = {}) {
-    const { procedure, replayedHeaders, ...options } = routeOptions;
+    const { procedure, replayedHeaders, maxBodyBytes = DEFAULT_MAX_BODY_BYTES, ...options } = routeOptions;
+    if (!(maxBodyBytes >= 0))
+      throw new TypeError(`maxBodyBytes must be a number of bytes (0 or more), not ${String(maxBodyBytes)}.`);
     return {
       procedure,
+      maxBodyBytes,
       replayedHeaders: (replayedHeaders ?? DEFAULT_REPLAYED_HEADERS).map((name) => name.toLowerCase()),
       options: resolveOptions(config.defaults, options),
     };
@@ -139,7 +152,7 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
       const fingerprint = fingerprintHttpRequest(
         procedure,
         `${facts.method.toUpperCase()} ${facts.pathAndQuery}`,
-        await facts.readBody(),
+        await facts.readBody(settings.maxBodyBytes),
       );
       const idempotency = { key, keyed, scope, fingerprint };
       if (!keyed) {

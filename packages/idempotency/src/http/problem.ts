@@ -25,6 +25,7 @@ const titleByCode: Record<IdempotencyErrorCode, string> = {
   [IdempotencyErrorCode.tooManyInFlight]: 'Too many requests in progress',
   [IdempotencyErrorCode.unstableScope]: 'No stable principal',
   [IdempotencyErrorCode.streamed]: 'Streamed response',
+  [IdempotencyErrorCode.bodyTooLarge]: 'Request body too large',
 };
 
 /** The body of a problem response. `code` repeats the type's last part for clients that prefer a token. */

@@ -7,6 +7,7 @@ import type { JsonValue, StoredResponse } from '../core/record.ts';
 const trpcCodeByStatus = {
   400: 'BAD_REQUEST',
   409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
   422: 'UNPROCESSABLE_CONTENT',
   429: 'TOO_MANY_REQUESTS',
 } as const satisfies Record<IdempotencyError['httpStatus'], TRPC_ERROR_CODE_KEY>;
