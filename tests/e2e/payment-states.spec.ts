@@ -44,9 +44,20 @@ async function expectShown(locator: Locator) {
   expect((await locator.boundingBox())?.height ?? 0).toBeGreaterThanOrEqual(12);
 }
 
-/** The polite region says `text`, and the line under the Pay button shows the same words. */
+/**
+ * The line under the Pay button shows what the polite region says. Both are read in one go: the attempt number
+ * in them moves on while a retry waits, so a text read first and compared later can be a step behind.
+ */
 async function expectProgressShown(page: Page) {
-  await expect(progressShown(page)).toHaveText((await progress(page).textContent()) ?? '');
+  await expect
+    .poll(() =>
+      page.evaluate(() => {
+        const text = (id: string) => document.querySelector(`[data-testid="${id}"]`)?.textContent ?? '';
+        const [said, shown] = [text('payment-progress'), text('payment-progress-shown')];
+        return said !== '' && said === shown ? 'the same words' : `region: "${said}", line: "${shown}"`;
+      }),
+    )
+    .toBe('the same words');
   await expectShown(progressShown(page));
 }
 
