@@ -18,6 +18,7 @@ import {
   leaseLostError,
   malformedKeyError,
   missingKeyError,
+  storeUnavailableError,
   streamedError,
   tooManyInFlightError,
   unstableScopeError,
@@ -115,6 +116,13 @@ describe('every refusal: its status, its code, and what to do', () => {
         'httpBatchStreamLink): its status and headers (Idempotent-Replayed, Retry-After) are sent before the ' +
         'result. Nothing was done; send it without trpc-accept (httpLink).',
     ],
+    [
+      'store unavailable',
+      () => storeUnavailableError(1, new Error('P2028')),
+      IdempotencyErrorCode.storeUnavailable,
+      503,
+      'The service could not take this request now. Nothing was done; retry after a moment with the same key.',
+    ],
   ])('%s', (_name, makeError, code, status, message) => {
     const error = makeError();
     expect(error).toBeInstanceOf(IdempotencyError);
@@ -125,8 +133,9 @@ describe('every refusal: its status, its code, and what to do', () => {
     expect(error.message).toBe(message);
   });
 
-  it('409 and 429 carry the seconds to wait; nothing else does', () => {
+  it('409, 429 and 503 carry the seconds to wait; nothing else does', () => {
     expect(inProgressError(2).retryAfterSeconds).toBe(2);
+    expect(storeUnavailableError(6, null).retryAfterSeconds).toBe(6);
     expect(leaseLostError(3).retryAfterSeconds).toBe(3);
     expect(tooManyInFlightError(4, 5).retryAfterSeconds).toBe(5);
     for (const error of [missingKeyError(), keyReusedError(), batchedError(), streamedError()])

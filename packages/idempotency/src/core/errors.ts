@@ -32,10 +32,15 @@ export const IdempotencyErrorCode = {
   streamed: 'idempotency_streamed_response',
   /** A plain-HTTP body longer than the route's `maxBodyBytes`: refused before it is read whole. 413. */
   bodyTooLarge: 'idempotency_body_too_large',
+  /**
+   * Transactional mode: the database could not open the request's transaction (no pooled connection within the
+   * wait, the database unreachable). Nothing was claimed or run; retry with the same key. 503 + Retry-After.
+   */
+  storeUnavailable: 'idempotency_store_unavailable',
 } as const;
 export type IdempotencyErrorCode = (typeof IdempotencyErrorCode)[keyof typeof IdempotencyErrorCode];
 
-export type IdempotencyHttpStatus = 400 | 409 | 413 | 422 | 429;
+export type IdempotencyHttpStatus = 400 | 409 | 413 | 422 | 429 | 503;
 
 const httpStatusByCode: Record<IdempotencyErrorCode, IdempotencyHttpStatus> = {
   idempotency_key_missing: 400,
@@ -49,6 +54,7 @@ const httpStatusByCode: Record<IdempotencyErrorCode, IdempotencyHttpStatus> = {
   idempotency_scope_unstable: 400,
   idempotency_streamed_response: 400,
   idempotency_body_too_large: 413,
+  idempotency_store_unavailable: 503,
 };
 
 export class IdempotencyError extends Error {
@@ -57,10 +63,11 @@ export class IdempotencyError extends Error {
   constructor(
     readonly code: IdempotencyErrorCode,
     message: string,
-    /** Seconds a client should wait before retrying (409 and 429). */
+    /** Seconds a client should wait before retrying (409, 429 and 503). */
     readonly retryAfterSeconds?: number,
+    options?: { cause: unknown },
   ) {
-    super(message);
+    super(message, options);
     this.httpStatus = httpStatusByCode[code];
   }
 }
@@ -160,6 +167,16 @@ export function bodyTooLargeError(maxBodyBytes: number): IdempotencyError {
   return new IdempotencyError(
     IdempotencyErrorCode.bodyTooLarge,
     `The request body is larger than this route accepts (${maxBodyBytes} bytes). Nothing was done.`,
+  );
+}
+
+/** `cause`: the database's own error, for the server's logs (never for the client). */
+export function storeUnavailableError(retryAfterSeconds: number, cause: unknown): IdempotencyError {
+  return new IdempotencyError(
+    IdempotencyErrorCode.storeUnavailable,
+    'The service could not take this request now. Nothing was done; retry after a moment with the same key.',
+    retryAfterSeconds,
+    { cause },
   );
 }
 

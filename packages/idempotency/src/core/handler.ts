@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { inFlightCapOf, type ResolvedOptions } from './config.ts';
-import { inProgressError, keyReusedError, leaseLostError } from './errors.ts';
+import { inProgressError, keyReusedError, leaseLostError, storeUnavailableError } from './errors.ts';
 import { type IdempotencyRecord, RecordState, type StoredResponse } from './record.ts';
 import { countReplay } from './replay-counts.ts';
 import { arrive } from './running-here.ts';
@@ -220,8 +220,10 @@ async function runTransactional<TTx, TResult>(
     inFlightCap: inFlightCapOf(options),
   };
   let stored: StoredResponse | null = null;
+  let opened = false;
   try {
     const handled = await store.transaction(async (tx): Promise<HandledRequest<TResult>> => {
+      opened = true;
       // The read answered while the transaction was opening: no claim to send (the claim would decide nothing).
       if (answeredByRead()) throw new RollBack(undefined, null);
       const claim = await store.claim(claimRequest, tx);
@@ -260,6 +262,9 @@ async function runTransactional<TTx, TResult>(
     }
     // The first request's transaction held the key longer than we may wait.
     if (store.isLockTimeout(error)) throw inProgressError(options.retryAfterSeconds);
+    // The transaction never opened (no pooled connection within the wait, the database unreachable): nothing
+    // was claimed or run, so the honest answer is "busy, retry with the same key", not a 500.
+    if (!opened) throw storeUnavailableError(options.retryAfterSeconds, error);
     throw error;
   }
 }

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { IdempotencyMode, type IdempotencyOptions, resolveOptions } from '../core/config.ts';
-import { IdempotencyError, UnstableScope, unstableScopeError } from '../core/errors.ts';
+import { IdempotencyError, IdempotencyErrorCode, UnstableScope, unstableScopeError } from '../core/errors.ts';
 import type { IdempotencyEvent } from '../core/event.ts';
 import {
   type FaultHooks,
@@ -171,6 +171,8 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
     } catch (error) {
       if (error instanceof IdempotencyError) {
         report(outcomeOfError(error));
+        // The database's own error behind a 503 is the operator's to see, as for a 500.
+        if (error.code === IdempotencyErrorCode.storeUnavailable) onError(error.cause);
         return idempotencyProblem(error);
       }
       onError(error);

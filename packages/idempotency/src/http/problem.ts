@@ -26,6 +26,7 @@ const titleByCode: Record<IdempotencyErrorCode, string> = {
   [IdempotencyErrorCode.unstableScope]: 'No stable principal',
   [IdempotencyErrorCode.streamed]: 'Streamed response',
   [IdempotencyErrorCode.bodyTooLarge]: 'Request body too large',
+  [IdempotencyErrorCode.storeUnavailable]: 'Service unavailable',
 };
 
 /** The body of a problem response. `code` repeats the type's last part for clients that prefer a token. */
@@ -37,7 +38,7 @@ export interface ProblemDetails {
   code?: IdempotencyErrorCode;
 }
 
-/** The idempotency layer's own refusal: its status, `Retry-After` for 409 and 429, and the problem. */
+/** The idempotency layer's own refusal: its status, `Retry-After` for 409, 429 and 503, and the problem. */
 export function idempotencyProblem(error: IdempotencyError): HttpAnswer {
   const problem: ProblemDetails = {
     type: problemTypeOf(error.code),

@@ -10,6 +10,7 @@ const trpcCodeByStatus = {
   413: 'PAYLOAD_TOO_LARGE',
   422: 'UNPROCESSABLE_CONTENT',
   429: 'TOO_MANY_REQUESTS',
+  503: 'SERVICE_UNAVAILABLE',
 } as const satisfies Record<IdempotencyError['httpStatus'], TRPC_ERROR_CODE_KEY>;
 
 export function toTRPCError(error: IdempotencyError): TRPCError {
