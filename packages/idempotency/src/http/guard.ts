@@ -1,24 +1,20 @@
 /**
- * One idempotent plain-HTTP request, whatever the framework: the key from its header, the principal, the
- * fingerprint of the body, then the core's lifecycle (`handleTransactional` / `handleExternal`) around the
- * handler, and the answer to send — the handler's own, a replay, or a problem. The adapters (./fetch,
- * ./express) only translate their request and response to and from this.
+ * One idempotent plain-HTTP request, whatever the framework: the core's guard (core/guard.ts) around the
+ * handler, with the body read up to the route's limit and fingerprinted, and the answer to send — the handler's
+ * own, a replay, or a problem. The adapters (./fetch, ./express) only translate their request and response to
+ * and from this.
  */
-import { randomUUID } from 'node:crypto';
 import { IdempotencyMode, type IdempotencyOptions, resolveOptions } from '../core/config.ts';
-import { IdempotencyError, IdempotencyErrorCode, UnstableScope, unstableScopeError } from '../core/errors.ts';
+import { IdempotencyError, IdempotencyErrorCode, type UnstableScope } from '../core/errors.ts';
 import type { IdempotencyEvent } from '../core/event.ts';
 import {
-  type FaultHooks,
-  type HandledRequest,
-  handleExternal,
-  handleTransactional,
-  type IdempotentRequest,
-  runUnkeyedTransactional,
-} from '../core/handler.ts';
-import { parseIdempotencyKey } from '../core/key.ts';
-import { logKeyHash } from '../core/log-key-hash.ts';
-import { RequestOutcome } from '../core/record.ts';
+  externalRunner,
+  guardRequest,
+  type IdempotencyContext,
+  type ModeRunner,
+  transactionalRunner,
+} from '../core/guard.ts';
+import type { FaultHooks } from '../core/handler.ts';
 import type { IdempotencyStore } from '../core/store.ts';
 import type { HttpAnswer } from './answer.ts';
 import { fingerprintHttpRequest, type HttpBody } from './fingerprint.ts';
@@ -69,20 +65,8 @@ export interface HttpRouteOptions extends IdempotencyOptions {
 /** 1 MiB: ten times express.json()'s 100 kB, far above an API call, far below what blocks a process. */
 export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
 
-/** What a handler behind the adapter finds about its request's key. */
-export interface HttpIdempotencyContext {
-  /**
-   * The client's key: forward it (or something derived from it) to every outside service. For a request let
-   * through without a key (`missingKey: 'passthrough'`, `keyed: false`), a fresh UUID of this request alone.
-   */
-  key: string;
-  /** False when the request carried no key and ran unprotected (`missingKey: 'passthrough'`). */
-  keyed: boolean;
-  /** The principal the key is scoped to. */
-  scope: string;
-  /** SHA-256 of the canonical route name, method, path, query and body. */
-  fingerprint: string;
-}
+/** What a handler behind the adapter finds about its request's key (the fingerprint: SHA-256 of the canonical route name, method, path, query and body). */
+export type HttpIdempotencyContext = IdempotencyContext;
 
 export interface TransactionalHttpContext<TTx> extends HttpIdempotencyContext {
   /** The transaction that also holds the claim and will hold the stored response: write through it. */
@@ -127,50 +111,30 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
     mode: IdempotencyMode,
     settings: ReturnType<typeof routeSettings>,
     facts: HttpRequestFacts<TRequest>,
-    run: {
-      keyed(
-        request: IdempotentRequest,
-        idempotency: HttpIdempotencyContext,
-      ): Promise<HandledRequest<HttpAnswer>>;
-      unkeyed(idempotency: HttpIdempotencyContext): Promise<HttpAnswer>;
-    },
+    run: ModeRunner<HttpAnswer>,
   ): Promise<HttpAnswer> {
-    const started = performance.now();
     const procedure = settings.procedure ?? `${facts.method.toUpperCase()} ${facts.path}`;
-    let keyHash: string | null = null;
-    const report = (outcome: RequestOutcome) =>
-      config.onEvent?.({ procedure, mode, outcome, durationMs: performance.now() - started, keyHash });
     try {
-      const keyed = facts.keyHeader !== null || settings.options.missingKey === 'reject';
-      const key = keyed ? parseIdempotencyKey(facts.keyHeader) : randomUUID();
-      const scope = await config.getScope(facts.request);
-      if (scope instanceof UnstableScope) throw unstableScopeError(scope.howToFix);
-      if (!scope) {
-        report(RequestOutcome.rejected);
-        return unauthenticatedProblem();
-      }
-      const fingerprint = fingerprintHttpRequest(
+      const outcome = await guardRequest({
+        mode,
+        options: settings.options,
         procedure,
-        `${facts.method.toUpperCase()} ${facts.pathAndQuery}`,
-        await facts.readBody(settings.maxBodyBytes),
-      );
-      const idempotency = { key, keyed, scope, fingerprint };
-      if (!keyed) {
-        const answer = await run.unkeyed(idempotency);
-        report(RequestOutcome.unkeyed);
-        return answer;
-      }
-      if (config.onEvent) keyHash = logKeyHash(scope, key);
-      const handled = await run.keyed({ scope, procedure, key, fingerprint }, idempotency);
-      if (handled.kind === 'replayed') {
-        report(RequestOutcome.replayed);
-        return replayAnswerOf(handled.response);
-      }
-      report(handled.kind === 'executed' ? RequestOutcome.executed : RequestOutcome.released);
-      return handled.result;
+        keyHeader: facts.keyHeader,
+        scope: () => config.getScope(facts.request),
+        fingerprint: async () =>
+          fingerprintHttpRequest(
+            procedure,
+            `${facts.method.toUpperCase()} ${facts.pathAndQuery}`,
+            await facts.readBody(settings.maxBodyBytes),
+          ),
+        run,
+        ...(config.onEvent ? { onEvent: config.onEvent } : {}),
+      });
+      if (outcome.kind === 'unauthenticated') return unauthenticatedProblem();
+      if (outcome.kind === 'replayed') return replayAnswerOf(outcome.response);
+      return outcome.result;
     } catch (error) {
       if (error instanceof IdempotencyError) {
-        report(outcomeOfError(error));
         // The database's own error behind a 503 is the operator's to see, as for a 500.
         if (error.code === IdempotencyErrorCode.storeUnavailable) onError(error.cause);
         return idempotencyProblem(error);
@@ -180,11 +144,9 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
     }
   }
 
-  /** The handler's answer as the core wants it: the answer, and what to store of it (null: release). */
-  const outcomeOf = (answer: HttpAnswer, settings: ReturnType<typeof routeSettings>) => ({
-    result: answer,
-    response: storedResponseOf(answer, settings.options, settings.replayedHeaders),
-  });
+  /** What to store of the handler's answer (null: release the key). */
+  const storedOf = (settings: ReturnType<typeof routeSettings>) => (answer: HttpAnswer) =>
+    storedResponseOf(answer, settings.options, settings.replayedHeaders);
 
   return {
     /**
@@ -193,22 +155,19 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
      */
     transactional(routeOptions?: HttpRouteOptions): HttpRoute<TRequest, TransactionalHttpContext<TTx>> {
       const settings = routeSettings(routeOptions);
-      return (facts, runHandler) => {
-        const runInTx = (idempotency: HttpIdempotencyContext) => async (tx: TTx) =>
-          outcomeOf(await runHandler({ ...idempotency, tx }), settings);
-        return guard(IdempotencyMode.transactional, settings, facts, {
-          keyed: (request, idempotency) =>
-            handleTransactional(
-              config.store,
-              settings.options,
-              request,
-              runInTx(idempotency),
-              config.faultHooks,
-            ),
-          unkeyed: (idempotency) =>
-            runUnkeyedTransactional(config.store, settings.options, runInTx(idempotency)),
-        });
-      };
+      return (facts, runHandler) =>
+        guard(
+          IdempotencyMode.transactional,
+          settings,
+          facts,
+          transactionalRunner(
+            config.store,
+            settings.options,
+            config.faultHooks,
+            (idempotency, tx) => runHandler({ ...idempotency, tx }),
+            storedOf(settings),
+          ),
+        );
     },
 
     /**
@@ -218,23 +177,18 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
     external(routeOptions?: HttpRouteOptions): HttpRoute<TRequest, HttpIdempotencyContext> {
       const settings = routeSettings(routeOptions);
       return (facts, runHandler) =>
-        guard(IdempotencyMode.external, settings, facts, {
-          keyed: (request, idempotency) =>
-            handleExternal(
-              config.store as IdempotencyStore<unknown>,
-              settings.options,
-              request,
-              async () => outcomeOf(await runHandler(idempotency), settings),
-              config.faultHooks,
-            ),
-          unkeyed: runHandler,
-        });
+        guard(
+          IdempotencyMode.external,
+          settings,
+          facts,
+          externalRunner(
+            config.store as IdempotencyStore<unknown>,
+            settings.options,
+            config.faultHooks,
+            runHandler,
+            storedOf(settings),
+          ),
+        );
     },
   };
-}
-
-function outcomeOfError(error: IdempotencyError): RequestOutcome {
-  if (error.httpStatus === 409) return RequestOutcome.conflict;
-  if (error.httpStatus === 422) return RequestOutcome.mismatch;
-  return RequestOutcome.rejected;
 }

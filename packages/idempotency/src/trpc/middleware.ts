@@ -4,7 +4,6 @@
  *
  *   charge: authedProcedure.concat(idempotency.external()).input(schema).mutation(…)
  */
-import { randomUUID } from 'node:crypto';
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { TRPCRequestInfo } from '@trpc/server/http';
 import {
@@ -19,22 +18,19 @@ import {
   IdempotencyStoreSetupError,
   invalidInputError,
   streamedError,
-  UnstableScope,
-  unstableScopeError,
+  type UnstableScope,
 } from '../core/errors.ts';
 import type { IdempotencyEvent } from '../core/event.ts';
 import { fingerprintRequest } from '../core/fingerprint.ts';
 import {
-  type FaultHooks,
-  type HandledRequest,
-  handleExternal,
-  handleTransactional,
-  type IdempotentRequest,
-  runUnkeyedTransactional,
-} from '../core/handler.ts';
-import { parseIdempotencyKey } from '../core/key.ts';
-import { logKeyHash } from '../core/log-key-hash.ts';
-import { RequestOutcome, type StoredResponse } from '../core/record.ts';
+  externalRunner,
+  guardRequest,
+  type IdempotencyContext,
+  type ModeRunner,
+  transactionalRunner,
+} from '../core/guard.ts';
+import type { FaultHooks } from '../core/handler.ts';
+import type { StoredResponse } from '../core/record.ts';
 import type { IdempotencyStore } from '../core/store.ts';
 import type { MarkedIdempotent } from '../idempotent-procedure.ts';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, RETRY_AFTER_HEADER } from '../protocol.ts';
@@ -90,25 +86,8 @@ export interface CreateIdempotencyConfig<TContext, TTx> {
   faultHooks?: FaultHooks;
 }
 
-/** What an idempotent procedure finds in `ctx.idempotency`. */
-export interface IdempotentProcedureContext {
-  /**
-   * The client's key: forward it (or something derived from it) to every outside service. For a request
-   * let through without a key (`missingKey: 'passthrough'`, `keyed: false`), a fresh UUID of this request
-   * alone, so a retry is a new request.
-   */
-  key: string;
-  /** False when the request carried no key and ran unprotected (`missingKey: 'passthrough'`). */
-  keyed: boolean;
-  /** The principal the key is scoped to. */
-  scope: string;
-  /**
-   * The request fingerprint (SHA-256 of the canonical procedure path + input). Name effects after
-   * (scope, key, fingerprint) rather than the key alone: once a key has expired it may come back with a
-   * different request, which must not resume the old one's effects.
-   */
-  fingerprint: string;
-}
+/** What an idempotent procedure finds in `ctx.idempotency` (the fingerprint: of the procedure path + input). */
+export type IdempotentProcedureContext = IdempotencyContext;
 
 export interface TransactionalProcedureContext<TTx> extends IdempotentProcedureContext {
   /** The transaction that also holds the claim and will hold the stored result. */
@@ -120,15 +99,6 @@ interface GuardOptions<TContext> {
   path: string;
   type: string;
   getRawInput: () => Promise<unknown>;
-}
-
-/** How a mode runs a request: with its key (the lifecycle), or unprotected (`missingKey: 'passthrough'`). */
-interface ModeRunner<TResult> {
-  keyed(
-    request: IdempotentRequest,
-    idempotency: IdempotentProcedureContext,
-  ): Promise<HandledRequest<TResult>>;
-  unkeyed(idempotency: IdempotentProcedureContext): Promise<TResult>;
 }
 
 export function createIdempotency<TContext extends object, TTx>(
@@ -150,9 +120,9 @@ export function createIdempotency<TContext extends object, TTx>(
   }
 
   /**
-   * Everything around running the procedure: key, scope, fingerprint, error mapping, replay, headers and
-   * events. `run` holds the mode's two ways to run; it is passed in so each mode's `next()` call keeps its own
-   * context type.
+   * The core's guard around the procedure, and tRPC's side of it: its refusals, the error mapping, the
+   * response headers, and a replay as a middleware result. `run` holds the mode's two ways to run; it is passed
+   * in so each mode's `next()` call keeps its own context type.
    */
   async function guard<TResult extends MiddlewareResultLike>(
     mode: IdempotencyMode,
@@ -161,33 +131,27 @@ export function createIdempotency<TContext extends object, TTx>(
     run: ModeRunner<TResult>,
   ): Promise<TResult> {
     if (type !== 'mutation') throw new Error(`Idempotency applies to mutations; ${path} is a ${type}.`);
-    const started = performance.now();
     const responseHeaders = config.getResponseHeaders?.(ctx);
-    let keyHash: string | null = null;
-    const report = (outcome: RequestOutcome) =>
-      config.onEvent?.({ procedure: path, mode, outcome, durationMs: performance.now() - started, keyHash });
-
-    let handled: HandledRequest<TResult>;
     try {
-      if (config.isBatched?.(ctx)) throw batchedError();
-      if (config.isStreamed?.(ctx)) throw streamedError();
-      const headerValue = config.getRequestHeaders(ctx)?.get(IDEMPOTENCY_KEY_HEADER) ?? null;
-      const keyed = headerValue !== null || options.missingKey === 'reject';
-      const key = keyed ? parseIdempotencyKey(headerValue) : randomUUID();
-      const scope = config.getScope(ctx);
-      if (scope instanceof UnstableScope) throw unstableScopeError(scope.howToFix);
-      if (!scope)
+      const outcome = await guardRequest({
+        mode,
+        options,
+        procedure: path,
+        keyHeader: config.getRequestHeaders(ctx)?.get(IDEMPOTENCY_KEY_HEADER) ?? null,
+        refuse: () => {
+          if (config.isBatched?.(ctx)) throw batchedError();
+          if (config.isStreamed?.(ctx)) throw streamedError();
+        },
+        scope: () => config.getScope(ctx),
+        fingerprint: async () => fingerprintInput(path, await getRawInput(), transformer),
+        run,
+        ...(config.onEvent ? { onEvent: config.onEvent } : {}),
+      });
+      if (outcome.kind === 'unauthenticated')
         throw new TRPCError({ code: 'UNAUTHORIZED', message: 'An idempotent request needs a principal.' });
-      const fingerprint = fingerprintInput(path, await getRawInput(), transformer);
-      if (!keyed) {
-        const result = await run.unkeyed({ key, keyed, scope, fingerprint });
-        report(RequestOutcome.unkeyed);
-        return result;
-      }
-      // Only hashed when someone listens: the request path pays for no work nobody reads.
-      if (config.onEvent) keyHash = logKeyHash(scope, key);
-      const request = { scope, procedure: path, key, fingerprint };
-      handled = await run.keyed(request, { key, keyed, scope, fingerprint });
+      if (outcome.kind === 'ran') return outcome.result;
+      responseHeaders?.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
+      return replayResult<TResult>(outcome.response, transformer);
     } catch (error) {
       if (error instanceof IdempotencyStoreSetupError)
         throw new TRPCError({
@@ -198,17 +162,8 @@ export function createIdempotency<TContext extends object, TTx>(
       if (!(error instanceof IdempotencyError)) throw error;
       if (error.retryAfterSeconds !== undefined)
         responseHeaders?.set(RETRY_AFTER_HEADER, String(error.retryAfterSeconds));
-      report(outcomeOfError(error));
       throw toTRPCError(error);
     }
-
-    if (handled.kind === 'replayed') {
-      responseHeaders?.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
-      report(RequestOutcome.replayed);
-      return replayResult<TResult>(handled.response, transformer);
-    }
-    report(handled.kind === 'executed' ? RequestOutcome.executed : RequestOutcome.released);
-    return handled.result;
   }
 
   /** HTTP 400 for a streamed response that carries one of this instance's procedures (see the returned doc). */
@@ -229,25 +184,17 @@ export function createIdempotency<TContext extends object, TTx>(
         const callNext = (idempotency: TransactionalProcedureContext<TTx>) =>
           opts.next({ ctx: { idempotency } });
         type Result = Awaited<ReturnType<typeof callNext>>;
-        const runInTx = (idempotency: IdempotentProcedureContext) => async (tx: TTx) => {
-          const result = await callNext({ ...idempotency, tx });
-          return { result, response: toStoredResponse(result, options, transformer) };
-        };
         return guard<Result>(
           IdempotencyMode.transactional,
           options,
           { ...opts, ctx: asContext(opts.ctx) },
-          {
-            keyed: (request, idempotency) =>
-              handleTransactional<TTx, Result>(
-                config.store,
-                options,
-                request,
-                runInTx(idempotency),
-                config.faultHooks,
-              ),
-            unkeyed: (idempotency) => runUnkeyedTransactional(config.store, options, runInTx(idempotency)),
-          },
+          transactionalRunner(
+            config.store,
+            options,
+            config.faultHooks,
+            (idempotency, tx) => callNext({ ...idempotency, tx }),
+            (result) => toStoredResponse(result, options, transformer),
+          ),
         );
       });
       return registered(procedure);
@@ -266,20 +213,13 @@ export function createIdempotency<TContext extends object, TTx>(
           IdempotencyMode.external,
           options,
           { ...opts, ctx: asContext(opts.ctx) },
-          {
-            keyed: (request, idempotency) =>
-              handleExternal<Result>(
-                config.store as IdempotencyStore<unknown>,
-                options,
-                request,
-                async () => {
-                  const result = await callNext(idempotency);
-                  return { result, response: toStoredResponse(result, options, transformer) };
-                },
-                config.faultHooks,
-              ),
-            unkeyed: callNext,
-          },
+          externalRunner(
+            config.store as IdempotencyStore<unknown>,
+            options,
+            config.faultHooks,
+            callNext,
+            (result) => toStoredResponse(result, options, transformer),
+          ),
         );
       });
       return registered(procedure);
@@ -390,12 +330,6 @@ function fingerprintInput(path: string, input: unknown, transformer: ResultTrans
   } catch {
     throw invalidInputError();
   }
-}
-
-function outcomeOfError(error: IdempotencyError): RequestOutcome {
-  if (error.httpStatus === 409) return RequestOutcome.conflict;
-  if (error.httpStatus === 422) return RequestOutcome.mismatch;
-  return RequestOutcome.rejected;
 }
 
 /**
