@@ -39,6 +39,12 @@ export interface HttpIdempotencyConfig<TRequest, TTx> {
    * a generic 500 problem, the cause comes here. Default `console.error`.
    */
   onError?(error: unknown): void;
+  /**
+   * Where your API documents its idempotency errors (an absolute URL). Set, every idempotency problem (400, 409,
+   * 413, 422, 429, 503) carries `Link: <problemDocsUrl#<code>>; rel="describedby"`, the documentation pointer of
+   * draft-ietf-httpapi-idempotency-key-header-07 §2.7. Unset (the default): no Link header.
+   */
+  problemDocsUrl?: string;
   /** TEST-ONLY fault points (see `FaultHooks`). Leave unset in production. */
   faultHooks?: FaultHooks;
 }
@@ -94,6 +100,10 @@ export type HttpRoute<TRequest, TContext> = (
 
 export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRequest, TTx>) {
   const onError = config.onError ?? ((error: unknown) => console.error(error));
+  if (config.problemDocsUrl !== undefined && !isDocsUrl(config.problemDocsUrl))
+    throw new TypeError(
+      `problemDocsUrl must be an absolute http(s) URL without a fragment, not ${JSON.stringify(config.problemDocsUrl)}.`,
+    );
 
   function routeSettings(routeOptions: HttpRouteOptions = {}) {
     const { procedure, replayedHeaders, maxBodyBytes = DEFAULT_MAX_BODY_BYTES, ...options } = routeOptions;
@@ -137,7 +147,7 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
       if (error instanceof IdempotencyError) {
         // The database's own error behind a 503 is the operator's to see, as for a 500.
         if (error.code === IdempotencyErrorCode.storeUnavailable) onError(error.cause);
-        return idempotencyProblem(error);
+        return idempotencyProblem(error, config.problemDocsUrl);
       }
       onError(error);
       return internalProblem();
@@ -191,4 +201,10 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
         );
     },
   };
+}
+
+/** An absolute http(s) URL with no fragment (the code is added as one) and nothing that would end the Link's `<…>`. */
+function isDocsUrl(value: string): boolean {
+  if (!URL.canParse(value) || /[<>\s#]/.test(value)) return false;
+  return ['http:', 'https:'].includes(new URL(value).protocol);
 }

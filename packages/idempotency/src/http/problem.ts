@@ -38,8 +38,12 @@ export interface ProblemDetails {
   code?: IdempotencyErrorCode;
 }
 
-/** The idempotency layer's own refusal: its status, `Retry-After` for 409, 429 and 503, and the problem. */
-export function idempotencyProblem(error: IdempotencyError): HttpAnswer {
+/**
+ * The idempotency layer's own refusal: its status, `Retry-After` for 409, 429 and 503, and the problem. With
+ * `docsUrl`, a `Link: <docsUrl#code>; rel="describedby"` header points at its documentation
+ * (draft-ietf-httpapi-idempotency-key-header-07, section 2.7).
+ */
+export function idempotencyProblem(error: IdempotencyError, docsUrl?: string): HttpAnswer {
   const problem: ProblemDetails = {
     type: problemTypeOf(error.code),
     title: titleByCode[error.code],
@@ -49,6 +53,7 @@ export function idempotencyProblem(error: IdempotencyError): HttpAnswer {
   };
   const headers: Array<[string, string]> =
     error.retryAfterSeconds === undefined ? [] : [[RETRY_AFTER_HEADER, String(error.retryAfterSeconds)]];
+  if (docsUrl !== undefined) headers.push(['link', `<${docsUrl}#${error.code}>; rel="describedby"`]);
   return problemAnswer(problem, headers);
 }
 
