@@ -356,16 +356,16 @@ describe('delivery', () => {
     target = id;
     await setKnobs({ webhookHold: false });
 
-    await waitFor(async () => (await eventsOf(id))[0]?.delivery?.status === 'delivered', 'delivered', 8_000);
+    await waitFor(async () => (await eventsOf(id))[0]?.delivery?.status === 'delivered', 'delivered', 20_000);
     const attempts = receiver.forCharge(id);
     expect(attempts).toHaveLength(3);
     expect(new Set(attempts.map((a) => a.id)).size).toBe(1);
     for (const attempt of attempts) expectValidSignature(attempt);
     const [a, b, c] = attempts.map((x) => x.at) as [number, number, number];
-    // Backoff 0.5 s, then 1 s (plus up to one poll interval each).
+    // Backoff 0.5 s, then 1 s (plus up to one poll interval each): the second floor is twice the first. The
+    // measured gaps are not compared with each other: on a loaded machine the first can stretch past the second.
     expect(b - a).toBeGreaterThanOrEqual(450);
     expect(c - b).toBeGreaterThanOrEqual(950);
-    expect(c - b).toBeGreaterThan(b - a);
     expect((await eventsOf(id))[0]?.delivery).toMatchObject({
       attempts: 3,
       last_status: 200,
