@@ -6,7 +6,6 @@
  * another spelling of the path is refused with 422 (the literal target stays in the fingerprint). The CONTROL
  * shows the premise: without the middleware, the three spellings run the one handler three times.
  */
-import type { AddressInfo } from 'node:net';
 import type { Database } from '@idem/db';
 import express from 'express';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -14,6 +13,7 @@ import type { IdempotencyEvent } from '../src/express/index.ts';
 import { createExpressIdempotency } from '../src/express/index.ts';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../src/prisma/index.ts';
 import { connectWithOwnTable, uniqueScope } from './support/db.ts';
+import { listen } from './support/listen.ts';
 
 type Tx = PrismaTransactionLike<Database>;
 let db: Database;
@@ -41,17 +41,8 @@ async function serve(
   const app = express();
   for (const [name, value] of Object.entries(settings)) app.set(name, value);
   build(app, idempotency);
-  const server = await new Promise<import('node:http').Server>((resolve) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
-  });
-  closers.push(
-    () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { url: base, close } = await listen(app);
+  closers.push(close);
   const scope = uniqueScope();
   const post = (path: string, key = 'k-spelling') =>
     fetch(`${base}${path}`, {

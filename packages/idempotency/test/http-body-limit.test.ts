@@ -5,7 +5,6 @@
  * nothing run, nothing claimed, the rest of the body never pulled; a body that is not JSON is hashed as it
  * arrives. The controls are the same requests on a route that opts out (`maxBodyBytes: Infinity`).
  */
-import type { AddressInfo } from 'node:net';
 import type { Database } from '@idem/db';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +13,7 @@ import { createFetchIdempotency, DEFAULT_MAX_BODY_BYTES } from '../src/fetch/ind
 import { IdempotencyErrorCode } from '../src/index.ts';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../src/prisma/index.ts';
 import { connectWithOwnTable, uniqueScope } from './support/db.ts';
+import { listen } from './support/listen.ts';
 
 type Tx = PrismaTransactionLike<Database>;
 let db: Database;
@@ -152,11 +152,9 @@ describe('the Express middleware applies the same limit to what its body parser 
         res.sendStatus(201);
       },
     );
-    const server = await new Promise<import('node:http').Server>((resolve) => {
-      const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
-    });
+    const server = await listen(app);
     try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/uploads`;
+      const url = `${server.url}/uploads`;
       const send = (key: string, size: number) =>
         fetch(url, {
           method: 'POST',
@@ -174,8 +172,7 @@ describe('the Express middleware applies the same limit to what its body parser 
       expect((await send('k-express-small', 50_000)).status).toBe(201);
       expect(runs).toBe(1);
     } finally {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await server.close();
     }
   });
 });

@@ -4,7 +4,6 @@
  * adapter called with real `Request`s, on the run's Postgres, and through Express over real HTTP for what only
  * its response capture does (streamed writes, binary bodies, repeated headers, a missing body parser).
  */
-import type { AddressInfo } from 'node:net';
 import type { Database } from '@idem/db';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +13,7 @@ import { storedResponseOf } from '../src/http/stored.ts';
 import { DEFAULT_OPTIONS, IdempotencyErrorCode } from '../src/index.ts';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../src/prisma/index.ts';
 import { connectWithOwnTable, deferred, uniqueScope, uniqueTableName } from './support/db.ts';
+import { listen } from './support/listen.ts';
 
 type Tx = PrismaTransactionLike<Database>;
 let db: Database;
@@ -450,17 +450,8 @@ describe('the Express middleware on the wire', () => {
     });
     const app = express();
     build(app, idempotency);
-    const server = await new Promise<import('node:http').Server>((resolve) => {
-      const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
-    });
-    closers.push(
-      () =>
-        new Promise((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    );
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const { url, close } = await listen(app);
+    closers.push(close);
     return { url, errors };
   }
 

@@ -12,6 +12,7 @@ import type { Counter } from 'prom-client';
 import { keyOperations } from '../admin/key-rows.ts';
 import { logger } from './log.ts';
 import { metrics } from './metrics.ts';
+import { sharedRead } from './shared-read.ts';
 
 interface CounterBinding {
   metric: Counter<string>;
@@ -96,22 +97,14 @@ export async function readDatabaseMetrics(db: Database): Promise<DatabaseMetrics
  */
 export const DATABASE_METRICS_MAX_AGE_MS = 10_000;
 
-const snapshots = new WeakMap<Database, { at: number; snapshot: Promise<DatabaseMetricsSnapshot> }>();
+const snapshots = sharedRead(readDatabaseMetrics);
 
 /** The last snapshot if younger than `maxAgeMs`, else a fresh read (concurrent callers share it). */
 export function databaseMetricsSnapshot(
   db: Database,
   maxAgeMs: number = DATABASE_METRICS_MAX_AGE_MS,
 ): Promise<DatabaseMetricsSnapshot> {
-  const cached = snapshots.get(db);
-  if (cached && Date.now() - cached.at < maxAgeMs) return cached.snapshot;
-  const snapshot = readDatabaseMetrics(db);
-  snapshots.set(db, { at: Date.now(), snapshot });
-  // A failed read is not cached: the next caller tries again.
-  snapshot.catch(() => {
-    if (snapshots.get(db)?.snapshot === snapshot) snapshots.delete(db);
-  });
-  return snapshot;
+  return snapshots(db, maxAgeMs);
 }
 
 /** Loads the snapshot into the registry's metrics. Never throws: a failed read sets idem_metrics_database_up 0. */

@@ -10,6 +10,7 @@ import { env } from '~/env';
 import { createProviderReader, type ProviderReader } from '../admin/provider-reader.ts';
 import { logger } from './log.ts';
 import { metrics } from './metrics.ts';
+import { sharedRead } from './shared-read.ts';
 
 export const GIVEN_UP_WINDOW_HOURS = 24;
 
@@ -29,9 +30,9 @@ export async function readGivenUpDeliveries(
   return { count: events.filter((event) => event.delivery?.failed_at != null).length, atLeast: hasMore };
 }
 
-/** Shared by scrapes and open dashboards, like the database snapshot: one provider read per interval. */
+/** Shared by scrapes and open dashboards, like the database snapshot: one provider read per 10 s. */
 const MAX_AGE_MS = 10_000;
-const snapshots = new WeakMap<ProviderReader, { at: number; read: Promise<GivenUpDeliveries> }>();
+const snapshots = sharedRead((reader: ProviderReader) => readGivenUpDeliveries(reader));
 let fromEnv: ProviderReader | undefined;
 
 // A scrape waits for this read: 2 s at most, well inside Prometheus' 10 s scrape timeout.
@@ -42,18 +43,11 @@ const defaultReader = () =>
     timeoutMs: 2_000,
   }));
 
-/** The last read if younger than 10 s, else a fresh one (concurrent callers share it; a failure is not kept). */
+/** The last read if younger than 10 s, else a fresh one. */
 export function givenUpDeliveriesSnapshot(
   reader: ProviderReader = defaultReader(),
 ): Promise<GivenUpDeliveries> {
-  const cached = snapshots.get(reader);
-  if (cached && Date.now() - cached.at < MAX_AGE_MS) return cached.read;
-  const read = readGivenUpDeliveries(reader);
-  snapshots.set(reader, { at: Date.now(), read });
-  read.catch(() => {
-    if (snapshots.get(reader)?.read === read) snapshots.delete(reader);
-  });
-  return read;
+  return snapshots(reader, MAX_AGE_MS);
 }
 
 /** Loads the read into the registry. Never throws: an unreachable provider sets idem_metrics_provider_up 0. */
