@@ -96,10 +96,6 @@ async function provisionDatabase(): Promise<string> {
 }
 
 async function main() {
-  // The test build of the router (apps/web/src/server/test-seams.ts) is for the fault suite and the benchmark,
-  // which start `next start` themselves: no stack this script runs, least of all `pnpm start`, serves it.
-  if (process.env.IDEM_TEST_SEAMS === '1')
-    throw new StackError('IDEM_TEST_SEAMS=1 arms test-only controls: unset it to run the stack.');
   await assertPortFree(webPort, host);
   await assertPortFree(providerPort, host);
 

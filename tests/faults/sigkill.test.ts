@@ -1,7 +1,7 @@
 /**
- * "Prove it under faults": 3 `next start` processes of the production build against one scratch database and
- * one provider; processes SIGKILL themselves at the idempotency lifecycle's fault points (the test build of
- * the router: apps/web/src/server/test-seams.ts, fault-points.ts) and clients retry across processes. After
+ * "Prove it under faults": 3 web processes (the app's test server, apps/web/test/server) against one scratch
+ * database and one provider; processes SIGKILL themselves at the idempotency lifecycle's fault points (a
+ * decorator of the key store: apps/web/test/server/fault-points.ts) and clients retry across processes. After
  * every run the invariant checker (harness/invariants.ts) looks at the orders, the provider's charges and the
  * idempotency keys.
  *
@@ -66,7 +66,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (table.length > 0)
-    console.log(`\nfault suite (3 × next start, lease ${LEASE_SECONDS} s)\n${formatTable(table)}\n`);
+    console.log(`\nfault suite (3 × test server, lease ${LEASE_SECONDS} s)\n${formatTable(table)}\n`);
   await (await starting?.catch(() => undefined))?.close();
   for (const env of armedEnv) rmSync(env.IDEM_FAULT_ONCE ?? '', { force: true });
 });

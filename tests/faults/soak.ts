@@ -1,13 +1,13 @@
 /**
  * Soak: `pnpm test:soak` (not part of `pnpm test`). ROUNDS rounds × KEYS parallel keys (2 clients each) against
- * 3 `next start` processes that SIGKILL themselves at random fault points (IDEM_FAULT_RATE per hit) and are
+ * 3 web processes (the app's test server) that SIGKILL themselves at random fault points (IDEM_FAULT_RATE per hit) and are
  * also SIGKILLed from outside at random moments; a supervisor restarts every dead process with a freshly drawn
  * fault point. After each round the invariant checker runs; a final table sums it up. Exit code 1 on any
  * violated invariant.
  *
  *   SOAK_ROUNDS=20 SOAK_KEYS=50 SOAK_FAULT_RATE=0.05 SOAK_ADMIN_URL=postgresql://postgres@127.0.0.1:5432/postgres
  *
- * Needs the production build (`pnpm --filter @idem/web build`) and a Postgres server (SOAK_ADMIN_URL, else
+ * Needs a Postgres server (SOAK_ADMIN_URL, else
  * DATABASE_URL's server, else 127.0.0.1:5432).
  */
 import { randomUUID } from 'node:crypto';

@@ -58,7 +58,7 @@ beforeAll(async () => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), 'idem-stack-restart-'));
   const [webPort, providerPort, pgPort] = [await freePort(), await freePort(), await freePort()];
   // The runner's own environment, as a shell would give it: no test database, no test-only switches.
-  const { DATABASE_URL: _database, IDEM_TEST_SEAMS: _seams, NODE_ENV: _node, ...inherited } = process.env;
+  const { DATABASE_URL: _database, NODE_ENV: _node, ...inherited } = process.env;
   stack = spawn(process.execPath, ['--import', 'tsx', 'scripts/stack.ts', 'start'], {
     cwd: repoRoot,
     env: {

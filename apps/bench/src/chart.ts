@@ -86,7 +86,7 @@ function curvePanel(curve: CurvePoint[], y0: number, width: number): string {
     )
     .join('');
   return [
-    `<text x="16" y="${y0 + 14}" font-weight="bold">P2 against connections (next start): req/s, protected vs unprotected; ratio under each count</text>`,
+    `<text x="16" y="${y0 + 14}" font-weight="bold">P2 against connections (test server): req/s, protected vs unprotected; ratio under each count</text>`,
     `<line x1="${left}" y1="${bottom}" x2="${right}" y2="${bottom}" stroke="#999"/>`,
     `<line x1="${left}" y1="${top}" x2="${left}" y2="${bottom}" stroke="#999"/>`,
     `<text x="${left - 8}" y="${top + 4}" text-anchor="end">${formatValue(max)}</text>`,

@@ -3,10 +3,11 @@
  * unprotected path (P1, P2, P3, P5, P2 against connections, the checkout's placeOrder), the peers on the same
  * handler (the peers ratio, P4), the client bundle (P7) and the storage section (P6, growth).
  *
- * Builds nothing: run `pnpm build` first. Creates a scratch database on DATABASE_URL's server (default
- * postgresql://postgres@127.0.0.1:5432), migrates and seeds it, starts ONE `next start` of the production build
- * with IDEM_TEST_SEAMS=1 (the test build of the router, which mounts `bench.*`) plus the payment provider
- * (in-process), and drives `bench.protected` / `bench.unprotected` (apps/web/src/server/routers/bench.ts: the
+ * Builds nothing: run `pnpm build` first (P7 reads the client bundle). Creates a scratch database on
+ * DATABASE_URL's server (default postgresql://postgres@127.0.0.1:5432), migrates and seeds it, starts ONE web
+ * process — the app's test server (apps/web/test/server/main.ts: the app's API from its own modules, plus
+ * `bench.*`, served by node:http) — plus the payment provider (in-process), and drives `bench.protected` /
+ * `bench.unprotected` (apps/web/test/server/bench-router.ts: the
  * same handler body in one interactive transaction) with autocannon on loopback. Every figure is the median of
  * BENCH_RUNS (≥ 5) runs, protected and unprotected interleaved in each run. Writes docs/bench-results.json,
  * docs/bench-chart.svg and the generated summary block of docs/BENCHMARKS.md; prints the time left as it goes.
@@ -98,11 +99,12 @@ if (QUICK) {
 process.env.BENCH_STORAGE_SECTIONS ??= 'p6,growth';
 
 const WEB_DIR = path.join(repoRoot, 'apps/web');
-const NEXT_BIN = path.join(WEB_DIR, 'node_modules/next/dist/bin/next');
+/** Node's arguments that start the app's test server (apps/web/test/server/main.ts), from WEB_DIR. */
+const TEST_SERVER_ARGS = ['--conditions=react-server', '--import', 'tsx', 'test/server/main.ts'];
 const TOKEN = demoUsers[0].token;
 
 type Measured = 'protected' | 'unprotected';
-/** `noop`: the same route with no database work of its own (bench.ts): the floor under P3's replay and P5's burst. */
+/** `noop`: the same route with no database work of its own (bench-router.ts): the floor under P3's replay and P5's burst. */
 type Procedure = Measured | 'noop';
 
 function intEnv(name: string, fallback: number): number {
@@ -139,7 +141,7 @@ async function freePort(): Promise<number> {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The stack: scratch database, provider, one `next start`. Torn down by `cleanup()`, also on Ctrl-C.
+// The stack: scratch database, provider, one web process (the app's test server). Torn down by `cleanup()`, also on Ctrl-C.
 
 const cleanups: Array<() => Promise<void>> = [];
 let cleaning: Promise<void> | undefined;
@@ -167,9 +169,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 async function startWeb(env: NodeJS.ProcessEnv): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [NEXT_BIN, 'start', '-p', String(port), '-H', '127.0.0.1'], {
+  const child = spawn(process.execPath, TEST_SERVER_ARGS, {
     cwd: WEB_DIR,
-    env: { ...process.env, ...env, NODE_ENV: 'production', NEXT_TELEMETRY_DISABLED: '1', PORT: String(port) },
+    env: { ...process.env, ...env, NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', VERBOSE ? 'inherit' : 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -182,7 +184,7 @@ async function startWeb(env: NodeJS.ProcessEnv): Promise<{ url: string; child: C
   });
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error('next start exited before it answered /api/health');
+    if (child.exitCode !== null) throw new Error('the web process exited before it answered /api/health');
     try {
       const response = await fetch(`${url}/api/health`, { signal: AbortSignal.timeout(2_000) });
       if (response.ok) return { url, child };
@@ -675,7 +677,7 @@ async function main() {
     (await client.query<{ v: string }>("select current_setting('server_version') as v")).rows[0]?.v ?? '?';
   log('migrated and seeded; bench_effects created');
 
-  // A production build refuses the provider's public demo secrets: both sides get generated ones.
+  // NODE_ENV=production refuses the provider's public demo secrets: both sides get generated ones.
   const providerSecretKey = `sk_bench_${randomBytes(32).toString('base64url')}`;
   const webhookSecret = `whsec_bench_${randomBytes(32).toString('base64url')}`;
   const provider = await startProvider({
@@ -692,14 +694,12 @@ async function main() {
     PROVIDER_SECRET_KEY: providerSecretKey,
     PROVIDER_WEBHOOK_SECRET: webhookSecret,
     SESSION_SECRET: randomBytes(32).toString('base64url'),
-    // The test build of the router (apps/web/src/server/test-seams.ts) mounts `bench.*`; no control is armed.
-    IDEM_TEST_SEAMS: '1',
     // A benchmark places thousands of orders per principal: far past the production limit on new orders.
     IDEM_NEW_ORDERS_PER_PRINCIPAL: '100000000',
     IDEM_NEW_ORDERS_PER_CLIENT_ADDRESS: '100000000',
     IDEM_PENDING_ORDERS_PER_PRINCIPAL: '100000000',
   });
-  log(`next start (production) at ${url}, provider at ${provider.url}`);
+  log(`test server (NODE_ENV=production) at ${url}, provider at ${provider.url}`);
 
   // Sanity: both procedures answer 200 with the same shape; a replay says so.
   for (const procedure of ['protected', 'unprotected'] as const) {
@@ -823,7 +823,7 @@ async function main() {
       target: '≤ 1.10',
       bound: 1.1,
       upper: true,
-      detail: `${ms(results.map((r) => r.p1.protected))} / ${ms(results.map((r) => r.p1.unprotected))} (next start, 1 connection, ${P1_SECONDS} s each)`,
+      detail: `${ms(results.map((r) => r.p1.protected))} / ${ms(results.map((r) => r.p1.unprotected))} (test server, 1 connection, ${P1_SECONDS} s each)`,
     }),
     ...peerFigures(peers),
     figure({
@@ -834,7 +834,7 @@ async function main() {
       target: '≥ 0.90',
       bound: 0.9,
       upper: false,
-      detail: `${median(results.map((r) => r.p2.protected)).toFixed(0)} / ${median(results.map((r) => r.p2.unprotected)).toFixed(0)} req/s (next start, ${P2_SECONDS} s each); against connections: ${curve.map((l) => `@${l.connections} ${l.ratio.toFixed(2)}`).join(', ')}`,
+      detail: `${median(results.map((r) => r.p2.protected)).toFixed(0)} / ${median(results.map((r) => r.p2.unprotected)).toFixed(0)} req/s (test server, ${P2_SECONDS} s each); against connections: ${curve.map((l) => `@${l.connections} ${l.ratio.toFixed(2)}`).join(', ')}`,
     }),
     figure({
       id: 'P3',

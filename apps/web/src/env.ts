@@ -2,7 +2,6 @@
 import 'server-only';
 import { z } from 'zod';
 import { EnvError } from './env-error.ts';
-import { FAULT_POINTS, type FaultPoint } from './server/fault-points.ts';
 import { DEFAULT_KEY_LIFETIMES, type KeyLifetimes, keyLifetimeProblems } from './server/key-lifetimes.ts';
 import type { NewOrderLimit } from './server/services/new-order-limit.ts';
 
@@ -37,16 +36,6 @@ function productionSecret(name: string, demoValue: string) {
     });
 }
 
-/** The controls a process started with IDEM_TEST_SEAMS=1 serves (server/test-seams.ts wires them). */
-export interface TestSeamSettings {
-  faultPoint: FaultPoint | null;
-  faultOnceFile: string | null;
-  faultRate: number;
-  leaseSeconds: number | null;
-  effectIdPerAttempt: boolean;
-  noLeaseRenewal: boolean;
-}
-
 const hours = (fallback: number) =>
   z.coerce
     .number()
@@ -67,24 +56,6 @@ function schemaFor(production: boolean) {
       PROVIDER_WEBHOOK_SECRET: production
         ? productionSecret('PROVIDER_WEBHOOK_SECRET', DEMO_PROVIDER_WEBHOOK_SECRET)
         : z.string().min(1).default(DEMO_PROVIDER_WEBHOOK_SECRET),
-      /**
-       * Test-only: `1` makes the HTTP API serve the test build of the router (server/test-seams.ts), with the
-       * controls the IDEM_TEST_* / IDEM_FAULT_* variables below ask for and the benchmark procedures. Unset,
-       * those variables are refused. The production launcher (`pnpm start`) refuses to start with it.
-       */
-      IDEM_TEST_SEAMS: z.enum(['0', '1']).default('0'),
-      /** Test seams: SIGKILL this process at one point of a key's lifecycle. */
-      IDEM_FAULT_POINT: z.enum(FAULT_POINTS).optional(),
-      /** Test seams: fire the fault point once across restarts (a marker file written just before the kill). */
-      IDEM_FAULT_ONCE: z.string().min(1).optional(),
-      /** Test seams: the probability that a fault point's hit fires (default 1; the soak uses less). */
-      IDEM_FAULT_RATE: z.coerce.number().min(0).max(1).optional(),
-      /** Test seams: the external-mode lease of every procedure (default: the library's). */
-      IDEM_LEASE_SECONDS: z.coerce.number().positive().optional(),
-      /** Test seams, CONTROL: a fresh order id (so provider key) per attempt instead of one per intent. */
-      IDEM_TEST_EFFECT_ID_PER_ATTEMPT: z.enum(['0', '1']).optional(),
-      /** Test seams, CONTROL: the owner of a key does not renew its lease while the procedure runs. */
-      IDEM_TEST_NO_LEASE_RENEWAL: z.enum(['0', '1']).optional(),
       /** How often each server process adds its buffered outcome counts to `idempotency_stats` (the dashboard). */
       IDEM_STATS_FLUSH_SECONDS: z.coerce.number().positive().max(3600).default(5),
       SESSION_SECRET: production
@@ -138,13 +109,6 @@ function schemaFor(production: boolean) {
         IDEM_INTENT_MAX_AGE_HOURS,
         IDEM_CHECKOUT_KEY_RETENTION_HOURS,
         PROVIDER_KEY_RETENTION_HOURS,
-        IDEM_TEST_SEAMS,
-        IDEM_FAULT_POINT,
-        IDEM_FAULT_ONCE,
-        IDEM_FAULT_RATE,
-        IDEM_LEASE_SECONDS,
-        IDEM_TEST_EFFECT_ID_PER_ATTEMPT,
-        IDEM_TEST_NO_LEASE_RENEWAL,
         IDEM_NEW_ORDERS_PER_PRINCIPAL,
         IDEM_NEW_ORDERS_PER_CLIENT_ADDRESS,
         IDEM_PENDING_ORDERS_PER_PRINCIPAL,
@@ -160,27 +124,6 @@ function schemaFor(production: boolean) {
           windowSeconds: IDEM_NEW_ORDERS_WINDOW_SECONDS,
         } satisfies NewOrderLimit,
         proxyHops: IDEM_PROXY_HOPS,
-        testSeams:
-          IDEM_TEST_SEAMS === '1'
-            ? ({
-                faultPoint: IDEM_FAULT_POINT ?? null,
-                faultOnceFile: IDEM_FAULT_ONCE ?? null,
-                faultRate: IDEM_FAULT_RATE ?? 1,
-                leaseSeconds: IDEM_LEASE_SECONDS ?? null,
-                effectIdPerAttempt: IDEM_TEST_EFFECT_ID_PER_ATTEMPT === '1',
-                noLeaseRenewal: IDEM_TEST_NO_LEASE_RENEWAL === '1',
-              } satisfies TestSeamSettings)
-            : null,
-        testSeamVariablesIgnored: Object.entries({
-          IDEM_FAULT_POINT,
-          IDEM_FAULT_ONCE,
-          IDEM_FAULT_RATE,
-          IDEM_LEASE_SECONDS,
-          IDEM_TEST_EFFECT_ID_PER_ATTEMPT,
-          IDEM_TEST_NO_LEASE_RENEWAL,
-        })
-          .filter(([, value]) => IDEM_TEST_SEAMS !== '1' && value !== undefined)
-          .map(([name]) => name),
         keyLifetimes: {
           browserIntentHours: IDEM_INTENT_MAX_AGE_HOURS,
           serverRetentionHours: IDEM_CHECKOUT_KEY_RETENTION_HOURS,
@@ -188,19 +131,11 @@ function schemaFor(production: boolean) {
         } satisfies KeyLifetimes,
       }),
     )
-    .superRefine(({ keyLifetimes, testSeamVariablesIgnored }, context) => {
+    .superRefine(({ keyLifetimes }, context) => {
       // The chain browser < server <= provider: broken, a late retry outlives the record that would replay it.
       for (const problem of keyLifetimeProblems(keyLifetimes))
         context.addIssue({ code: 'custom', path: ['IDEM_CHECKOUT_KEY_RETENTION_HOURS'], message: problem });
-      // A control run that forgot the flag would otherwise run protected and pass for the wrong reason.
-      for (const name of testSeamVariablesIgnored)
-        context.addIssue({
-          code: 'custom',
-          path: [name],
-          message: `${name} is a test seam: it needs IDEM_TEST_SEAMS=1`,
-        });
-    })
-    .transform(({ testSeamVariablesIgnored: _ignored, ...rest }) => rest);
+    });
 }
 
 export type Env = z.infer<ReturnType<typeof schemaFor>> & {

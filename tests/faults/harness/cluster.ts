@@ -1,14 +1,14 @@
 /**
- * The multi-process fault harness: N `next start` processes of the production build (apps/web/.next) on free
- * ports, all against ONE scratch database, plus one payment provider (in-process). Each web process can be
- * stopped, SIGKILLed and restarted with its own environment: each serves the test build of the router
- * (IDEM_TEST_SEAMS=1, apps/web/src/server/test-seams.ts), whose controls and fault points that environment picks.
+ * The multi-process fault harness: N web processes on free ports, all against ONE scratch database, plus one
+ * payment provider (in-process). Each web process is the app's test server (apps/web/test/server/main.ts: the
+ * app's API built from its own modules, with the fault point and controls its environment picks); each can be
+ * stopped, SIGKILLed and restarted with its own environment.
  * Each start's stdout and stderr (pino JSON lines) go to a file of its own under `logDir`, kept after the run,
  * so a 5xx can be explained afterwards by the log line that carries its errorId.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createPrismaClient, type Database } from '@idem/db';
@@ -21,8 +21,9 @@ import { freePort } from '../../setup/free-port.ts';
 export type Provider = Awaited<ReturnType<typeof startProvider>>;
 export type FaultEnv = Record<string, string | undefined>;
 
-const NEXT_BIN = path.join(repoRoot, 'apps/web/node_modules/next/dist/bin/next');
 const WEB_DIR = path.join(repoRoot, 'apps/web');
+/** Node's arguments that start the test server, from WEB_DIR (its tsconfig maps `~/`). */
+const TEST_SERVER_ARGS = ['--conditions=react-server', '--import', 'tsx', 'test/server/main.ts'];
 
 export interface WebNode {
   readonly index: number;
@@ -67,8 +68,6 @@ export class Cluster {
   ) {}
 
   static async start(options: ClusterOptions): Promise<Cluster> {
-    if (!existsSync(path.join(WEB_DIR, '.next/BUILD_ID')))
-      throw new Error('No production build of apps/web: run `pnpm --filter @idem/web build` first.');
     const name = scratchDatabaseName('idem_faults');
     const databaseUrl = await createDatabase(options.adminUrl, name);
     let db: Database | undefined;
@@ -76,7 +75,7 @@ export class Cluster {
       await migrateDatabase(databaseUrl);
       db = createPrismaClient({ connectionString: databaseUrl, max: 4 });
       await seedDatabase(db);
-      // A production build refuses the provider's public demo secrets: both sides get generated ones.
+      // NODE_ENV=production refuses the provider's public demo secrets: both sides get generated ones.
       const providerSecrets = {
         PROVIDER_SECRET_KEY: `sk_faults_${randomBytes(32).toString('base64url')}`,
         PROVIDER_WEBHOOK_SECRET: `whsec_faults_${randomBytes(32).toString('base64url')}`,
@@ -142,7 +141,7 @@ export class Cluster {
     node.port = await freePort();
     node.url = `http://127.0.0.1:${node.port}`;
     node.env = env;
-    const child = spawn(process.execPath, [NEXT_BIN, 'start', '-p', String(node.port), '-H', '127.0.0.1'], {
+    const child = spawn(process.execPath, TEST_SERVER_ARGS, {
       cwd: WEB_DIR,
       env: {
         ...process.env,
@@ -153,8 +152,8 @@ export class Cluster {
         DATABASE_URL: this.databaseUrl,
         PROVIDER_URL: this.provider.url,
         SESSION_SECRET: this.sessionSecret,
-        IDEM_TEST_SEAMS: '1',
         PORT: String(node.port),
+        HOST: '127.0.0.1',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -1,7 +1,7 @@
 /**
  * THE handler every contender runs: one interactive Prisma transaction that inserts one `bench_effects` row and
  * returns `{ id, at }`. The same body as `bench.protected` / `bench.unprotected` in
- * apps/web/src/server/routers/bench.ts (copied, not imported: that module pulls in the whole app's env).
+ * apps/web/test/server/bench-router.ts (copied, not imported: that module pulls in the whole app's env).
  */
 import type { Database } from '@idem/db';
 

@@ -5,7 +5,7 @@
 import type { Database } from '@idem/db';
 import type { IdempotencyStore } from '@idem/idempotency';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '@idem/idempotency/prisma';
-import { createIdempotency, type FaultHooks, unstableScope } from '@idem/idempotency/trpc';
+import { createIdempotency, unstableScope } from '@idem/idempotency/trpc';
 import superjson from 'superjson';
 import type { Principal } from './auth/principal.ts';
 import { SESSION_COOKIE } from './auth/session.ts';
@@ -27,13 +27,11 @@ export interface AppIdempotencyOptions {
   store?: IdempotencyStore<PrismaTransactionLike<Database>>;
   /** External-mode lease for every procedure; the library's default unless given. */
   leaseSeconds?: number;
-  /** Crash points in the key's lifecycle (the fault suite's SIGKILLs); none unless given. */
-  faultHooks?: FaultHooks;
 }
 
 /**
  * The app's idempotency middleware factory. The app serves `idempotency` (all defaults); tests build their
- * own with a store, lease or fault hooks of their choosing.
+ * own with a store (a decorated one, for the fault suite) or a lease of their choosing.
  */
 export function createAppIdempotency(options: AppIdempotencyOptions = {}) {
   return createIdempotency<AuthedContext, PrismaTransactionLike<Database>>({
@@ -55,11 +53,10 @@ export function createAppIdempotency(options: AppIdempotencyOptions = {}) {
       outcomeStats.record(event.procedure, event.outcome);
     },
     ...(options.leaseSeconds === undefined ? {} : { defaults: { leaseSeconds: options.leaseSeconds } }),
-    ...(options.faultHooks === undefined ? {} : { faultHooks: options.faultHooks }),
   });
 }
 
 export type AppIdempotency = ReturnType<typeof createAppIdempotency>;
 
-/** The middleware the app serves: the Prisma store with lease renewal, the library's lease, no fault hooks. */
+/** The middleware the app serves: the Prisma store with lease renewal, the library's lease. */
 export const idempotency: AppIdempotency = createAppIdempotency();

@@ -9,7 +9,6 @@ import type { IdempotencyMode, ResolvedOptions } from './config.ts';
 import { IdempotencyError, UnstableScope, unstableScopeError } from './errors.ts';
 import type { IdempotencyEvent } from './event.ts';
 import {
-  type FaultHooks,
   type HandledRequest,
   handleExternal,
   handleTransactional,
@@ -139,7 +138,6 @@ function outcomeOfError(error: IdempotencyError): RequestOutcome {
 export function transactionalRunner<TTx, TResult>(
   store: IdempotencyStore<TTx>,
   options: ResolvedOptions,
-  hooks: FaultHooks | undefined,
   run: (idempotency: IdempotencyContext, tx: TTx) => Promise<TResult>,
   storedOf: (result: TResult) => StoredResponse | null,
 ): ModeRunner<TResult> {
@@ -150,8 +148,7 @@ export function transactionalRunner<TTx, TResult>(
       return { result, response: storedOf(result) };
     };
   return {
-    keyed: (request, idempotency) =>
-      handleTransactional(store, options, request, runInTx(idempotency), hooks),
+    keyed: (request, idempotency) => handleTransactional(store, options, request, runInTx(idempotency)),
     unkeyed: (idempotency) => runUnkeyedTransactional(store, options, runInTx(idempotency)),
   };
 }
@@ -160,22 +157,15 @@ export function transactionalRunner<TTx, TResult>(
 export function externalRunner<TResult>(
   store: IdempotencyStore<unknown>,
   options: ResolvedOptions,
-  hooks: FaultHooks | undefined,
   run: (idempotency: IdempotencyContext) => Promise<TResult>,
   storedOf: (result: TResult) => StoredResponse | null,
 ): ModeRunner<TResult> {
   return {
     keyed: (request, idempotency) =>
-      handleExternal(
-        store,
-        options,
-        request,
-        async () => {
-          const result = await run(idempotency);
-          return { result, response: storedOf(result) };
-        },
-        hooks,
-      ),
+      handleExternal(store, options, request, async () => {
+        const result = await run(idempotency);
+        return { result, response: storedOf(result) };
+      }),
     unkeyed: run,
   };
 }

@@ -36,20 +36,6 @@ export type HandledRequest<TResult> =
   | { kind: 'replayed'; response: StoredResponse };
 
 /**
- * Test-only fault points: called at the lifecycle's crash-sensitive moments so a fault test can kill the
- * process exactly there. Production passes none (every call is then a no-op). A hook that throws fails the
- * request like any unexpected error.
- */
-export interface FaultHooks {
-  /** External: the claim has committed, the procedure has not run. Transactional: claimed inside the tx. */
-  afterClaim?(): void | Promise<void>;
-  /** External only: the procedure's effect is done, the completion UPDATE has not run. */
-  beforeComplete?(): void | Promise<void>;
-  /** The result is stored (external: completed; transactional: COMMIT done), the response not yet sent. */
-  afterComplete?(): void | Promise<void>;
-}
-
-/**
  * Transactional mode: the claim, the procedure's writes and the response commit together, or not at all.
  * Round trips added to the procedure's own transaction: the claim (which also sets the lock timeout, and which
  * returns the live record for a duplicate) and the completion — no SAVEPOINT, no SET LOCAL.
@@ -73,7 +59,6 @@ export async function handleTransactional<TTx, TResult>(
   options: ResolvedOptions,
   request: IdempotentRequest,
   run: (tx: TTx) => Promise<RunOutcome<TResult>>,
-  hooks: FaultHooks = {},
 ): Promise<HandledRequest<TResult>> {
   const arrival = arrive(store, request);
   if (!arrival.first) {
@@ -91,11 +76,11 @@ export async function handleTransactional<TTx, TResult>(
     // (the first may have spent it on a lock held elsewhere; a duplicate waits once, not twice).
     const leftMs = options.lockTimeoutMs - (performance.now() - waitedFrom);
     if (leftMs < 1) throw inProgressError(options.retryAfterSeconds);
-    return handleTransactional(store, { ...options, lockTimeoutMs: leftMs }, request, run, hooks);
+    return handleTransactional(store, { ...options, lockTimeoutMs: leftMs }, request, run);
   }
   let committed: StoredResponse | null = null;
   try {
-    const handled = await handleInDatabase(store, options, request, run, hooks, (response) => {
+    const handled = await handleInDatabase(store, options, request, run, (response) => {
       committed = response;
     });
     if (handled.kind === 'replayed') committed = handled.response;
@@ -129,7 +114,6 @@ async function handleInDatabase<TTx, TResult>(
   options: ResolvedOptions,
   request: IdempotentRequest,
   run: (tx: TTx) => Promise<RunOutcome<TResult>>,
-  hooks: FaultHooks,
   committed: (response: StoredResponse) => void,
 ): Promise<HandledRequest<TResult>> {
   let decidedBy: 'read' | 'claim' | undefined;
@@ -150,7 +134,7 @@ async function handleInDatabase<TTx, TResult>(
     // A failed read decides nothing: the transaction answers.
     () => NEVER,
   );
-  const transaction = runTransactional(store, options, request, run, hooks, {
+  const transaction = runTransactional(store, options, request, run, {
     claimDecides: () => {
       if (decidedBy === 'read') return false;
       decidedBy = 'claim';
@@ -176,7 +160,6 @@ async function handleInDatabase<TTx, TResult>(
       ? { kind: 'replayed', response: storedResponseOf(decided.record, request, options) }
       : decided.handled;
   if (handled.kind === 'replayed') countReplay(store, request);
-  else await hooks.afterComplete?.();
   return handled;
 }
 
@@ -204,7 +187,6 @@ async function runTransactional<TTx, TResult>(
   options: ResolvedOptions,
   request: IdempotentRequest,
   run: (tx: TTx) => Promise<RunOutcome<TResult>>,
-  hooks: FaultHooks,
   { claimDecides, answeredByRead, foundHeld, committed }: TransactionSignals,
 ): Promise<HandledRequest<TResult>> {
   const owner = randomUUID();
@@ -232,7 +214,6 @@ async function runTransactional<TTx, TResult>(
         foundHeld(claim.record);
         throw new RollBack(undefined, null);
       }
-      await hooks.afterClaim?.();
 
       const outcome = await run(tx);
       // Not storable: roll everything back, the claim included, so the key is free for a retry.
@@ -334,7 +315,6 @@ export async function handleExternal<TResult>(
   options: ResolvedOptions,
   request: IdempotentRequest,
   run: () => Promise<RunOutcome<TResult>>,
-  hooks: FaultHooks = {},
 ): Promise<HandledRequest<TResult>> {
   const owner = randomUUID();
   const claimRequest: ClaimRequest = {
@@ -364,7 +344,6 @@ export async function handleExternal<TResult>(
   // over mid-run; only a dead or frozen owner loses it, and completion stays fenced for that case.
   const stopRenewing = renewLeaseWhileRunning(store, request, owner, options.leaseSeconds);
   try {
-    await hooks.afterClaim?.();
     outcome = await run();
   } catch (error) {
     stopRenewing();
@@ -382,11 +361,9 @@ export async function handleExternal<TResult>(
     if (!(await store.release(request, owner))) throw leaseLostError(options.retryAfterSeconds);
     return { kind: 'released', result: outcome.result };
   }
-  await hooks.beforeComplete?.();
   // If this throws (connection lost), the outcome is unknown: the key stays claimed until its lease ends.
   const stored = await store.complete(request, owner, outcome.response);
   if (!stored) throw leaseLostError(options.retryAfterSeconds);
-  await hooks.afterComplete?.();
   return { kind: 'executed', result: outcome.result };
 }
 

@@ -2,7 +2,6 @@
 
 export { UnstableScope, unstableScope } from '../core/errors.ts';
 export type { IdempotencyEvent } from '../core/event.ts';
-export type { FaultHooks } from '../core/handler.ts';
 export type {
   HttpIdempotencyContext,
   HttpRouteOptions,

@@ -14,7 +14,6 @@ import {
   type ModeRunner,
   transactionalRunner,
 } from '../core/guard.ts';
-import type { FaultHooks } from '../core/handler.ts';
 import type { IdempotencyStore } from '../core/store.ts';
 import type { HttpAnswer } from './answer.ts';
 import { fingerprintHttpRequest, type HttpBody } from './fingerprint.ts';
@@ -45,8 +44,6 @@ export interface HttpIdempotencyConfig<TRequest, TTx> {
    * draft-ietf-httpapi-idempotency-key-header-07 §2.7. Unset (the default): no Link header.
    */
   problemDocsUrl?: string;
-  /** TEST-ONLY fault points (see `FaultHooks`). Leave unset in production. */
-  faultHooks?: FaultHooks;
 }
 
 export interface HttpRouteOptions extends IdempotencyOptions {
@@ -173,7 +170,6 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
           transactionalRunner(
             config.store,
             settings.options,
-            config.faultHooks,
             (idempotency, tx) => runHandler({ ...idempotency, tx }),
             storedOf(settings),
           ),
@@ -194,7 +190,6 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
           externalRunner(
             config.store as IdempotencyStore<unknown>,
             settings.options,
-            config.faultHooks,
             runHandler,
             storedOf(settings),
           ),

@@ -1,7 +1,6 @@
 /** @idem/idempotency/trpc — idempotent tRPC mutations as `.concat()`-able procedures. */
 
 export { UnstableScope, unstableScope } from '../core/errors.ts';
-export type { FaultHooks } from '../core/handler.ts';
 export type {
   HasIdempotentMark,
   IdempotentErrorShape,

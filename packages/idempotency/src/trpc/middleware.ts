@@ -29,7 +29,6 @@ import {
   type ModeRunner,
   transactionalRunner,
 } from '../core/guard.ts';
-import type { FaultHooks } from '../core/handler.ts';
 import type { StoredResponse } from '../core/record.ts';
 import type { IdempotencyStore } from '../core/store.ts';
 import type { MarkedIdempotent } from '../idempotent-procedure.ts';
@@ -78,12 +77,6 @@ export interface CreateIdempotencyConfig<TContext, TTx> {
   /** Defaults for every procedure; each procedure may override them. */
   defaults?: IdempotencyOptions;
   onEvent?(event: IdempotencyEvent): void;
-  /**
-   * TEST-ONLY fault points (see `FaultHooks`): let a fault test crash the process right after the claim,
-   * between the procedure's effect and the completion, or after the result is stored. Leave unset in
-   * production; they must never be armable from a request.
-   */
-  faultHooks?: FaultHooks;
 }
 
 /** What an idempotent procedure finds in `ctx.idempotency` (the fingerprint: of the procedure path + input). */
@@ -191,7 +184,6 @@ export function createIdempotency<TContext extends object, TTx>(
           transactionalRunner(
             config.store,
             options,
-            config.faultHooks,
             (idempotency, tx) => callNext({ ...idempotency, tx }),
             (result) => toStoredResponse(result, options, transformer),
           ),
@@ -213,12 +205,8 @@ export function createIdempotency<TContext extends object, TTx>(
           IdempotencyMode.external,
           options,
           { ...opts, ctx: asContext(opts.ctx) },
-          externalRunner(
-            config.store as IdempotencyStore<unknown>,
-            options,
-            config.faultHooks,
-            callNext,
-            (result) => toStoredResponse(result, options, transformer),
+          externalRunner(config.store as IdempotencyStore<unknown>, options, callNext, (result) =>
+            toStoredResponse(result, options, transformer),
           ),
         );
       });

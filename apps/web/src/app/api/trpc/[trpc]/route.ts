@@ -1,6 +1,6 @@
-import { servedApi } from '~/server/test-seams';
+import { appRouter } from '~/server/root';
 import { createTrpcHandler } from '../handler.ts';
 
-const handler = createTrpcHandler(servedApi.router, { idempotency: servedApi.idempotency });
+const handler = createTrpcHandler(appRouter);
 
 export { handler as GET, handler as POST };

@@ -13,10 +13,10 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { env } from '~/env';
 import { placeOrderInput } from '~/lib/schemas';
-import type { AppIdempotency } from '../idempotency.ts';
-import { enqueueFulfilmentIn } from '../jobs.ts';
-import { placeOrder } from '../services/place-order.ts';
-import { createTRPCRouter, principalProcedure } from '../trpc.ts';
+import type { AppIdempotency } from '~/server/idempotency';
+import { enqueueFulfilmentIn } from '~/server/jobs';
+import { placeOrder } from '~/server/services/place-order';
+import { createTRPCRouter, principalProcedure } from '~/server/trpc';
 
 const benchInput = z.object({ n: z.number().int() });
 
