@@ -30,7 +30,7 @@ export default defineConfig({
         test: {
           name: 'default',
           include: [
-            '{apps,packages,examples}/*/test/**/*.test.ts',
+            '{apps,packages,tooling,examples}/*/test/**/*.test.ts',
             'tests/integration/**/*.test.ts',
             'tests/faults/**/*.test.ts',
             'tests/adversarial/**/*.test.ts',

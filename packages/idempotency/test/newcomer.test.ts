@@ -26,7 +26,7 @@ const run = promisify(execFile);
 const packageDir = path.resolve(import.meta.dirname, '..');
 const workspaceRoot = path.resolve(packageDir, '../..');
 const readme = readFileSync(path.join(packageDir, 'README.md'), 'utf8');
-const wasmEngine = path.join(workspaceRoot, 'packages/prisma-wasm-engine/bin/prisma-wasm-engine.mjs');
+const wasmEngine = path.join(workspaceRoot, 'tooling/prisma-wasm-engine/bin/prisma-wasm-engine.mjs');
 
 /** The workspace catalog's version of `name`: the fresh app gets what the library is tested with. */
 function catalogVersion(name: string): string {

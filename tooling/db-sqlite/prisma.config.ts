@@ -2,7 +2,7 @@ import { enableOfflineSchemaEngine } from '@idem/prisma-wasm-engine';
 import { defineConfig } from 'prisma/config';
 
 // `prisma generate` needs no database and, with the schema-engine hook set, downloads nothing (see
-// packages/prisma-wasm-engine). The tests create the table from `sqliteIdempotencyKeysSchema().statements`.
+// tooling/prisma-wasm-engine). The tests create the table from `sqliteIdempotencyKeysSchema().statements`.
 enableOfflineSchemaEngine();
 
 export default defineConfig({
