@@ -60,7 +60,9 @@ describe('sqliteIdempotencyKeysSchema', () => {
   });
 
   it('the fixture schema.prisma holds exactly the printed model; another table name is quoted and checked', () => {
-    const schemaFile = fileURLToPath(new URL('../../../tooling/db-sqlite/prisma/schema.prisma', import.meta.url));
+    const schemaFile = fileURLToPath(
+      new URL('../../../tooling/db-sqlite/prisma/schema.prisma', import.meta.url),
+    );
     expect(readFileSync(schemaFile, 'utf8')).toContain(sqliteIdempotencyKeysSchema().prismaModel);
     const custom = sqliteIdempotencyKeysSchema('my_keys');
     expect(custom.statements[0]).toMatch(/^CREATE TABLE "my_keys" \(/);
