@@ -9,7 +9,7 @@ import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExpressIdempotency } from '../src/express/index.ts';
 import { createFetchIdempotency, problemTypeOf, unstableScope } from '../src/fetch/index.ts';
-import { storedResponseOf } from '../src/http/stored.ts';
+import { responseToStore } from '../src/http/stored.ts';
 import { DEFAULT_OPTIONS, IdempotencyErrorCode } from '../src/index.ts';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '../src/prisma/index.ts';
 import { connectWithOwnTable, deferred, uniqueScope, uniqueTableName } from './support/db.ts';
@@ -383,7 +383,7 @@ describe('onEvent', () => {
   });
 });
 
-describe('storedResponseOf: which answers are stored', () => {
+describe('responseToStore: which answers are stored', () => {
   const answer = (status: number, body = 'x') => ({
     status,
     headers: [
@@ -395,7 +395,7 @@ describe('storedResponseOf: which answers are stored', () => {
   const replayed = ['content-type', 'location', 'etag'];
 
   it.each([200, 201, 204, 303])('%i: stored as the outcome, with only the replayed headers', (status) => {
-    expect(storedResponseOf(answer(status), DEFAULT_OPTIONS, replayed)).toEqual({
+    expect(responseToStore(answer(status), DEFAULT_OPTIONS, replayed)).toEqual({
       kind: 'output',
       httpStatus: status,
       body: 'x',
@@ -411,7 +411,7 @@ describe('storedResponseOf: which answers are stored', () => {
     [415, 'UNSUPPORTED_MEDIA_TYPE'],
     [422, 'UNPROCESSABLE_CONTENT'],
   ])('%i: a business error (%s), stored with its body', (status, code) => {
-    expect(storedResponseOf(answer(status), DEFAULT_OPTIONS, replayed)).toMatchObject({
+    expect(responseToStore(answer(status), DEFAULT_OPTIONS, replayed)).toMatchObject({
       kind: 'error',
       httpStatus: status,
       code,
@@ -420,18 +420,18 @@ describe('storedResponseOf: which answers are stored', () => {
   });
 
   it.each([400, 401, 408, 409, 410, 429, 500, 502, 503])('%i: not stored (the key is released)', (status) => {
-    expect(storedResponseOf(answer(status), DEFAULT_OPTIONS, replayed)).toBeNull();
+    expect(responseToStore(answer(status), DEFAULT_OPTIONS, replayed)).toBeNull();
   });
 
   it('storedErrorCodes decides, with HTTP_<status> for a status tRPC has no name for', () => {
     const options = { ...DEFAULT_OPTIONS, storedErrorCodes: ['HTTP_410'] };
-    expect(storedResponseOf(answer(410), options, replayed)).toMatchObject({ code: 'HTTP_410' });
-    expect(storedResponseOf(answer(402), options, replayed)).toBeNull();
+    expect(responseToStore(answer(410), options, replayed)).toMatchObject({ code: 'HTTP_410' });
+    expect(responseToStore(answer(402), options, replayed)).toBeNull();
   });
 
   it('a body that is not UTF-8 is kept as base64, so its bytes come back exactly', () => {
     const bytes = new Uint8Array([0xff, 0x00, 0xc3, 0x28]);
-    expect(storedResponseOf({ ...answer(200), body: bytes }, DEFAULT_OPTIONS, replayed)).toMatchObject({
+    expect(responseToStore({ ...answer(200), body: bytes }, DEFAULT_OPTIONS, replayed)).toMatchObject({
       body: Buffer.from(bytes).toString('base64'),
       bodyEncoding: 'base64',
     });

@@ -8,7 +8,7 @@ import { inFlightCapOf, type ResolvedOptions } from './config.ts';
 import { inProgressError, keyReusedError, leaseLostError, storeUnavailableError } from './errors.ts';
 import { type IdempotencyRecord, RecordState, type StoredResponse } from './record.ts';
 import { countReplay } from './replay-counts.ts';
-import { arrive } from './running-here.ts';
+import { takeTurnInProcess } from './running-here.ts';
 import type { ClaimRequest, IdempotencyStore } from './store.ts';
 
 export interface IdempotentRequest {
@@ -60,12 +60,12 @@ export async function handleTransactional<TTx, TResult>(
   request: IdempotentRequest,
   run: (tx: TTx) => Promise<RunOutcome<TResult>>,
 ): Promise<HandledRequest<TResult>> {
-  const arrival = arrive(store, request);
-  if (!arrival.first) {
+  const turn = takeTurnInProcess(store, request);
+  if (!turn.first) {
     // The same request is running in this process: wait for its answer here, holding no connection, as long
     // as a duplicate may wait on the key's row lock.
     const waitedFrom = performance.now();
-    const response = await within(arrival.answer, options.lockTimeoutMs);
+    const response = await valueWithin(turn.answer, options.lockTimeoutMs);
     if (response === TIMED_OUT) throw inProgressError(options.retryAfterSeconds);
     if (response) {
       countReplay(store, request);
@@ -86,14 +86,14 @@ export async function handleTransactional<TTx, TResult>(
     if (handled.kind === 'replayed') committed = handled.response;
     return handled;
   } finally {
-    arrival.settle(committed);
+    turn.settle(committed);
   }
 }
 
 const TIMED_OUT = Symbol('timed out');
 
 /** `promise`'s value, or TIMED_OUT once `ms` have passed first. */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+async function valueWithin<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
     timer = setTimeout(() => resolve(TIMED_OUT), ms);
@@ -119,20 +119,20 @@ async function handleInDatabase<TTx, TResult>(
   let decidedBy: 'read' | 'claim' | undefined;
   let heldRecord: IdempotencyRecord | undefined;
   let claimFoundHeld: (record: IdempotencyRecord) => void = () => {};
-  const held = new Promise<Answer<TResult>>((resolve) => {
+  const held = new Promise<Decision<TResult>>((resolve) => {
     claimFoundHeld = (record) => {
       heldRecord = record;
       resolve({ record });
     };
   });
   const completedRead = store.findCompleted?.(request).then(
-    (record): Promise<Answer<TResult>> | Answer<TResult> => {
-      if (!record || decidedBy) return NEVER;
+    (record): Promise<Decision<TResult>> | Decision<TResult> => {
+      if (!record || decidedBy) return NO_ANSWER;
       decidedBy = 'read';
       return { record };
     },
     // A failed read decides nothing: the transaction answers.
-    () => NEVER,
+    () => NO_ANSWER,
   );
   const transaction = runTransactional(store, options, request, run, {
     claimDecides: () => {
@@ -150,24 +150,24 @@ async function handleInDatabase<TTx, TResult>(
   const answer = await Promise.race([
     ...(store.answersDuplicatesAtClaim ? [held] : []),
     ...(completedRead ? [completedRead] : []),
-    transaction.then((handled): Answer<TResult> => ({ handled })),
+    transaction.then((handled): Decision<TResult> => ({ handled })),
   ]);
   // The claim found the key held: its record is the answer, now or (a store that cannot answer before the
   // transaction ends) once the transaction has rolled back.
-  const decided: Answer<TResult> = 'handled' in answer && heldRecord ? { record: heldRecord } : answer;
+  const decided: Decision<TResult> = 'handled' in answer && heldRecord ? { record: heldRecord } : answer;
   const handled: HandledRequest<TResult> =
     'record' in decided
-      ? { kind: 'replayed', response: storedResponseOf(decided.record, request, options) }
+      ? { kind: 'replayed', response: replayOf(decided.record, request, options) }
       : decided.handled;
   if (handled.kind === 'replayed') countReplay(store, request);
   return handled;
 }
 
 /** How a transactional request learns its answer: a record someone else left, or its own transaction's end. */
-type Answer<TResult> = { record: IdempotencyRecord } | { handled: HandledRequest<TResult> };
+type Decision<TResult> = { record: IdempotencyRecord } | { handled: HandledRequest<TResult> };
 
 /** A completed read that found nothing to replay: it never answers, and the race waits for the others. */
-const NEVER = new Promise<never>(() => {});
+const NO_ANSWER = new Promise<never>(() => {});
 
 /** What the transaction of `handleTransactional` tells it, and asks it, on the way. */
 interface TransactionSignals {
@@ -299,7 +299,7 @@ async function recordStoredError<TTx, TResult>(
   try {
     const claim = await store.transaction((tx) => store.claim(recordRequest, tx), transactionOptions);
     if (claim.claimed) return { kind: 'executed', result: rollBack.result as TResult };
-    return { kind: 'replayed', response: storedResponseOf(claim.record, claimRequest, options) };
+    return { kind: 'replayed', response: replayOf(claim.record, claimRequest, options) };
   } catch (error) {
     if (store.isLockTimeout(error)) throw inProgressError(options.retryAfterSeconds);
     throw error;
@@ -333,7 +333,7 @@ export async function handleExternal<TResult>(
       if (!claim.claimed) record = claim.record;
     }
     if (!claim.claimed) {
-      const response = storedResponseOf(record, request, options);
+      const response = replayOf(record, request, options);
       countReplay(store, request);
       return { kind: 'replayed', response };
     }
@@ -395,7 +395,7 @@ function renewLeaseWhileRunning(
 }
 
 /** The response a duplicate gets, or the 422 / 409 that explains why it gets none. */
-function storedResponseOf(
+function replayOf(
   record: IdempotencyRecord,
   request: IdempotentRequest,
   options: ResolvedOptions,

@@ -15,7 +15,7 @@ interface Running {
   answer: Promise<StoredResponse | null>;
 }
 
-export type Arrival =
+export type InProcessTurn =
   /** The first of its key here: run it, then `settle` with the response it committed, or null. */
   | { first: true; settle(response: StoredResponse | null): void }
   /** The same request is running here: `answer` is the response it commits, or null when it commits none. */
@@ -29,7 +29,7 @@ const runningByStore = new WeakMap<object, Map<string, Running>>();
  * key and another payload is not a duplicate of the running one: it goes to the database, which answers 422
  * once the first commits.
  */
-export function arrive(store: object, request: IdempotentRequest): Arrival {
+export function takeTurnInProcess(store: object, request: IdempotentRequest): InProcessTurn {
   let running = runningByStore.get(store);
   if (!running) {
     running = new Map();

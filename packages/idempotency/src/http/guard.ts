@@ -18,7 +18,7 @@ import type { IdempotencyStore } from '../core/store.ts';
 import type { HttpAnswer } from './answer.ts';
 import { fingerprintHttpRequest, type HttpBody } from './fingerprint.ts';
 import { idempotencyProblem, internalProblem, unauthenticatedProblem } from './problem.ts';
-import { DEFAULT_REPLAYED_HEADERS, replayAnswerOf, storedResponseOf } from './stored.ts';
+import { DEFAULT_REPLAYED_HEADERS, replayAnswerOf, responseToStore } from './stored.ts';
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -153,7 +153,7 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
 
   /** What to store of the handler's answer (null: release the key). */
   const storedOf = (settings: ReturnType<typeof routeSettings>) => (answer: HttpAnswer) =>
-    storedResponseOf(answer, settings.options, settings.replayedHeaders);
+    responseToStore(answer, settings.options, settings.replayedHeaders);
 
   return {
     /**

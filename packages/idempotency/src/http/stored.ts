@@ -48,7 +48,7 @@ export function errorCodeOfStatus(status: number): string {
  * `storedErrorCodes` is a business outcome: stored, its writes rolled back. Anything else — a validation 400, a
  * 5xx — is not an outcome a retry would only repeat.
  */
-export function storedResponseOf(
+export function responseToStore(
   answer: HttpAnswer,
   options: ResolvedOptions,
   replayedHeaders: readonly string[],
