@@ -1,10 +1,10 @@
 /**
  * Replay statistics that never queue on a hot key. Every replay adds one to its key's `replay_count`, an
- * UPDATE of the key's row: fifty replays of one key at once were fifty UPDATEs waiting on that row's lock in
- * turn, each holding a pool connection the next requests needed (measured in docs/BENCHMARKS.md, "Replay
- * counts"). Here at most one count statement per key is in flight from a process; replays of the key that
- * arrive meanwhile add to a tally that the next statement carries. The counts stay exact; as before, a count
- * whose statement fails is lost (statistics only), and the request never waits for any of it.
+ * UPDATE of the key's row; one UPDATE per replay would make fifty replays of one key at once wait on that row's
+ * lock in turn, each holding a pool connection the next requests need (docs/BENCHMARKS.md, "Replay counts").
+ * So at most one count statement per key is in flight from a process; replays of the key that arrive meanwhile
+ * add to a tally that the next statement carries. The counts stay exact, except that a count whose statement
+ * fails is lost (statistics only); the request never waits for any of it.
  */
 import { type RecordKey, recordKeyId } from './record.ts';
 import type { IdempotencyStore } from './store.ts';

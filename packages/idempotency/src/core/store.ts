@@ -64,7 +64,7 @@ export interface IdempotencyStore<TTx> {
    * Optional: the key's record only when it is completed and not expired (by the store's clock), read outside
    * any transaction and without a lock. Transactional mode sends it alongside its transaction, so a duplicate
    * of a finished request is answered by this one read instead of a transaction's three round trips; without
-   * it, the claim inside the transaction answers duplicates as before.
+   * it, the claim inside the transaction answers duplicates.
    */
   findCompleted?(key: RecordKey): Promise<IdempotencyRecord | null>;
   /**
