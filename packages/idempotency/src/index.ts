@@ -1,6 +1,7 @@
 /**
  * @idem/idempotency — the framework-free core: the wire contract, options, the one error class, the request
- * store interface. (The request lifecycle behind the tRPC adapter is `src/core/handler.ts`.) Adapters: `@idem/idempotency/trpc`, `@idem/idempotency/prisma`.
+ * store interface. (The request lifecycles behind every adapter are `src/core/transactional.ts` and
+ * `src/core/external.ts`.) Adapters: `@idem/idempotency/trpc`, `@idem/idempotency/prisma`.
  */
 export {
   DEFAULT_OPTIONS,

@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveOptions } from '../src/core/config.ts';
-import { handleExternal, type IdempotentRequest } from '../src/core/handler.ts';
+import { handleExternal } from '../src/core/external.ts';
+import type { IdempotentRequest } from '../src/core/request.ts';
 import {
   fingerprintRequest,
   IdempotencyErrorCode,

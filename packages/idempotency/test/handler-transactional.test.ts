@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveOptions } from '../src/core/config.ts';
-import { handleTransactional, type IdempotentRequest, runUnkeyedTransactional } from '../src/core/handler.ts';
+import type { IdempotentRequest } from '../src/core/request.ts';
+import { handleTransactional, runUnkeyedTransactional } from '../src/core/transactional.ts';
 import {
   fingerprintRequest,
   IdempotencyError,

@@ -11,7 +11,8 @@ import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { resolveOptions } from '../src/core/config.ts';
-import { handleExternal, handleTransactional } from '../src/core/handler.ts';
+import { handleExternal } from '../src/core/external.ts';
+import { handleTransactional } from '../src/core/transactional.ts';
 import {
   type ClaimRequest,
   DEFAULT_OPTIONS,

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveOptions } from '../src/core/config.ts';
-import type { IdempotentRequest } from '../src/core/handler.ts';
+import type { IdempotentRequest } from '../src/core/request.ts';
 import type { IdempotencyStore } from '../src/core/store.ts';
 import { fingerprintRequest } from '../src/index.ts';
 import { createMariadbIdempotencyStore } from '../src/mariadb/index.ts';

@@ -9,7 +9,7 @@ import type { Database } from '@idem/db';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveOptions } from '../src/core/config.ts';
-import type { IdempotentRequest } from '../src/core/handler.ts';
+import type { IdempotentRequest } from '../src/core/request.ts';
 import { fingerprintRequest } from '../src/index.ts';
 import { createPrismaIdempotencyStore } from '../src/prisma/index.ts';
 import { connectWithOwnTable, uniqueScope } from './support/db.ts';

@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveOptions } from '../src/core/config.ts';
-import { handleTransactional, type IdempotentRequest, type RunOutcome } from '../src/core/handler.ts';
+import type { IdempotentRequest, RunOutcome } from '../src/core/request.ts';
+import { handleTransactional } from '../src/core/transactional.ts';
 import {
   fingerprintRequest,
   IdempotencyError,

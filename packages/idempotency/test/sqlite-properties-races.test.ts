@@ -9,7 +9,7 @@ import type { SqliteDatabase } from '@idem/db-sqlite';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveOptions } from '../src/core/config.ts';
-import type { IdempotentRequest } from '../src/core/handler.ts';
+import type { IdempotentRequest } from '../src/core/request.ts';
 import { fingerprintRequest } from '../src/index.ts';
 import { createSqliteIdempotencyStore } from '../src/sqlite/index.ts';
 import { uniqueScope } from './support/db.ts';

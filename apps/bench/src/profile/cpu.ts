@@ -125,11 +125,10 @@ async function main() {
     );
     add('Postgres backend', 'the same, prepared', await perRequest(backend, () => idemTransaction(true)));
 
-    const routerOn = (db: Database, completedRead = true) => {
+    const routerOn = (db: Database) => {
       const t = initTRPC.context<BenchContext>().create();
-      const { findCompleted, ...withoutRead } = createPrismaIdempotencyStore(db);
       const idempotency = createIdempotency<BenchContext, PrismaTransactionLike<Database>>({
-        store: completedRead ? { ...withoutRead, findCompleted } : withoutRead,
+        store: createPrismaIdempotencyStore(db),
         getScope: () => 'instructions',
         getRequestHeaders: (ctx) => ctx.headers,
       });
@@ -145,7 +144,6 @@ async function main() {
     const withKey = (key: string) => ({ headers: new Headers({ 'idempotency-key': key }) });
     const callPrepared = routerOn(prepared);
     const callUnnamed = routerOn(unnamed);
-    const callWithoutRead = routerOn(prepared, false);
     const replayKey = randomUUID();
     await callPrepared(withKey(replayKey)).protected({ n: 1 });
 
@@ -198,16 +196,6 @@ async function main() {
       'this Node process',
       'tRPC: protected, first execution, unnamed statements',
       await perRequest(self, () => callUnnamed(withKey(randomUUID())).protected({ n: 1 })),
-    );
-    add(
-      'this Node process',
-      'tRPC: protected, first execution, no completed read',
-      await perRequest(self, () => callWithoutRead(withKey(randomUUID())).protected({ n: 1 })),
-    );
-    add(
-      'this Node process',
-      'tRPC: protected, replay, no completed read',
-      await perRequest(self, () => callWithoutRead(withKey(replayKey)).protected({ n: 1 })),
     );
     add(
       'this Node process',

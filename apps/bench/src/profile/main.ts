@@ -45,16 +45,10 @@ interface BenchContext {
   headers: Headers;
 }
 
-function createRouter(
-  db: Database,
-  transformer: 'identity' | 'superjson',
-  completedRead = true,
-  fastPath?: object,
-) {
+function createRouter(db: Database, transformer: 'identity' | 'superjson', fastPath?: object) {
   const t = initTRPC.context<BenchContext>().create();
-  const { findCompleted, ...withoutRead } = createPrismaIdempotencyStore(db, fastPath ? { fastPath } : {});
   const idempotency = createIdempotency<BenchContext, PrismaTransactionLike<Database>>({
-    store: completedRead ? { ...withoutRead, findCompleted } : withoutRead,
+    store: createPrismaIdempotencyStore(db, fastPath ? { fastPath } : {}),
     ...(transformer === 'superjson' ? { transformer: superjson } : {}),
     getScope: () => 'profile',
     getRequestHeaders: (ctx) => ctx.headers,
@@ -118,11 +112,9 @@ async function main() {
     const statements = await recordedStatements();
     const unnamed = createRouter(db, 'identity').createCaller;
     const prepared = createRouter(dbPrepared, 'identity').createCaller;
-    const preparedNoRead = createRouter(dbPrepared, 'identity', false).createCaller;
     const preparedSuperjson = createRouter(dbPrepared, 'superjson').createCaller;
-    const unnamedNoRead = createRouter(db, 'identity', false).createCaller;
-    const fast = createRouter(dbFast, 'identity', false, fastAdapter).createCaller;
-    const fastAdapterLevel = createRouter(dbAdapterLevel, 'identity', false, adapterLevel).createCaller;
+    const fast = createRouter(dbFast, 'identity', fastAdapter).createCaller;
+    const fastAdapterLevel = createRouter(dbAdapterLevel, 'identity', adapterLevel).createCaller;
     const withKey = (key: string) => ({ headers: new Headers({ 'idempotency-key': key }) });
     const replayKeys: string[] = [];
     const primeKey = () => {
@@ -221,14 +213,6 @@ async function main() {
         const key = replayKeys[replayIndex++];
         return prepared(withKey(key ?? primeKey())).protected({ n: 1 });
       },
-      'trpc: protected, no completed read (first execution)': () =>
-        preparedNoRead(withKey(randomUUID())).protected({ n: 1 }),
-      'trpc: protected, no completed read (replay)': () => {
-        const key = replayKeys[Math.max(0, replayIndex - 2)];
-        return preparedNoRead(withKey(key ?? primeKey())).protected({ n: 1 });
-      },
-      'trpc: protected, unnamed, no completed read, through Prisma (first execution)': () =>
-        unnamedNoRead(withKey(randomUUID())).protected({ n: 1 }),
       'trpc: protected, fast path (first execution) — the defaults': () =>
         fast(withKey(randomUUID())).protected({ n: 1 }),
       'trpc: protected, fast path at the adapter level, unnamed (first execution)': () =>

@@ -8,18 +8,13 @@ import { randomUUID } from 'node:crypto';
 import type { IdempotencyMode, ResolvedOptions } from './config.ts';
 import { IdempotencyError, UnstableScope, unstableScopeError } from './errors.ts';
 import type { IdempotencyEvent } from './event.ts';
-import {
-  type HandledRequest,
-  handleExternal,
-  handleTransactional,
-  type IdempotentRequest,
-  type RunOutcome,
-  runUnkeyedTransactional,
-} from './handler.ts';
+import { handleExternal } from './external.ts';
 import { parseIdempotencyKey } from './key.ts';
 import { logKeyHash } from './log-key-hash.ts';
 import { RequestOutcome, type StoredResponse } from './record.ts';
+import type { HandledRequest, IdempotentRequest, RunOutcome } from './request.ts';
 import type { IdempotencyStore } from './store.ts';
+import { handleTransactional, runUnkeyedTransactional } from './transactional.ts';
 
 type MaybePromise<T> = T | Promise<T>;
 

@@ -7,8 +7,9 @@
  * the first one has committed (its own, or the one it replayed); when the first commits none (it failed, was
  * released or refused), the duplicate goes to the database like any request, and the unique index decides.
  */
-import type { IdempotentRequest } from './handler.ts';
+
 import { recordKeyId, type StoredResponse } from './record.ts';
+import type { IdempotentRequest } from './request.ts';
 
 interface Running {
   fingerprint: string;

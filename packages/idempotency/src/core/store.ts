@@ -61,13 +61,6 @@ export interface IdempotencyStore<TTx> {
   /** Re-reads a record (used while waiting for an in-flight duplicate). */
   find(key: RecordKey): Promise<IdempotencyRecord | null>;
   /**
-   * Optional: the key's record only when it is completed and not expired (by the store's clock), read outside
-   * any transaction and without a lock. Transactional mode sends it alongside its transaction, so a duplicate
-   * of a finished request is answered by this one read instead of a transaction's three round trips; without
-   * it, the claim inside the transaction answers duplicates.
-   */
-  findCompleted?(key: RecordKey): Promise<IdempotencyRecord | null>;
-  /**
    * Adds `replays` (1 or more) to the key's replay count. Statistics only: the handler does not wait for it, a
    * failure is ignored, and it sends at most one of these per key at a time (core/replay-counts.ts), so
    * `replays` is how many replays of the key arrived since the last one was sent.

@@ -25,14 +25,6 @@ export interface PrismaStoreOptions {
    */
   leaseRenewal?: boolean;
   /**
-   * Transactional mode answers a duplicate of a finished request with one lock-free read sent beside its
-   * transaction (`findCompleted`). Default false: the read costs every first execution a primary-key lookup on
-   * another connection (≈ 0.25–0.35 ms and a second pooled connection per request, docs/BENCHMARKS.md) and buys
-   * a replay ≈ 0.1 ms in-process; `true` is for replay-heavy workloads. Without it, duplicates are answered by
-   * the claim inside the transaction.
-   */
-  completedRead?: boolean;
-  /**
    * The client's driver adapter factory wrapped by `withIdempotencyFastPath` (the same object given to
    * `new PrismaClient({ adapter })`): the store's statements then go straight to that adapter, on the
    * transaction Prisma opened, instead of through Prisma's raw-query path (fast-path.ts). Default: through Prisma.
@@ -104,26 +96,6 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
            coalesce(locked_until > now(), false) as lease_active, created_at, expires_at, replay_count
     from ${table} where ${where}`;
   const selectRecord = marked('find', selectRecordSql);
-  // A finished request's record as a duplicate gets it: no lock, no transaction, judged by the database's clock.
-  // Whether it answers is a column, not a condition: `state = 'completed'` in the WHERE would let the in-flight
-  // index (state, scope) compete with the primary key for the lookup.
-  const selectCompleted = marked(
-    'find-completed',
-    `select scope, procedure, key, fingerprint, state, response, lease_owner,
-            coalesce(locked_until > now(), false) as lease_active, created_at, expires_at, replay_count,
-            (state = 'completed' and expires_at > now()) as answers
-     from ${table} where ${where}`,
-  );
-
-  async function findCompleted(key: RecordKey): Promise<IdempotencyRecord | null> {
-    const rows = await on().$queryRawUnsafe<Array<RecordRow & { answers: boolean }>>(
-      selectCompleted,
-      ...keyParams(key),
-    );
-    const row = rows[0];
-    return row?.answers ? toRecord(row) : null;
-  }
-
   async function find(key: RecordKey, tx?: SqlExecutor): Promise<IdempotencyRecord | null> {
     const rows = await on(tx).$queryRawUnsafe<RecordRow[]>(selectRecord, ...keyParams(key));
     const row = rows[0];
@@ -351,7 +323,6 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     },
 
     find: (key) => find(key),
-    ...(options.completedRead === true ? { findCompleted } : {}),
 
     async countReplay(key, replays) {
       await on().$executeRawUnsafe(countReplaySql, ...keyParams(key), replays);

@@ -9,8 +9,9 @@
 import { randomUUID } from 'node:crypto';
 import { createMariadbPrismaClient } from '@idem/mariadb-test-db';
 import { resolveOptions } from '../../src/core/config.ts';
-import { handleExternal, handleTransactional } from '../../src/core/handler.ts';
+import { handleExternal } from '../../src/core/external.ts';
 import type { IdempotencyStore } from '../../src/core/store.ts';
+import { handleTransactional } from '../../src/core/transactional.ts';
 import { fingerprintRequest, IdempotencyError } from '../../src/index.ts';
 import { createMariadbIdempotencyStore } from '../../src/mariadb/index.ts';
 

@@ -6,7 +6,9 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import type { ResolvedOptions } from '../../src/core/config.ts';
-import { handleExternal, handleTransactional, type IdempotentRequest } from '../../src/core/handler.ts';
+import { handleExternal } from '../../src/core/external.ts';
+import type { IdempotentRequest } from '../../src/core/request.ts';
+import { handleTransactional } from '../../src/core/transactional.ts';
 import {
   fingerprintRequest,
   IdempotencyError,

@@ -9,7 +9,8 @@
  */
 import { createSqlitePrismaClient } from '@idem/db-sqlite';
 import { resolveOptions } from '../../src/core/config.ts';
-import { handleExternal, handleTransactional } from '../../src/core/handler.ts';
+import { handleExternal } from '../../src/core/external.ts';
+import { handleTransactional } from '../../src/core/transactional.ts';
 import { fingerprintRequest, IdempotencyError } from '../../src/index.ts';
 import { createSqliteIdempotencyStore } from '../../src/sqlite/index.ts';
 

@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveOptions } from '../../src/core/config.ts';
-import { handleTransactional } from '../../src/core/handler.ts';
+import { handleTransactional } from '../../src/core/transactional.ts';
 import {
   type ClaimRequest,
   type ClaimResult,

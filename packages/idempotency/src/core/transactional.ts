@@ -1,39 +1,14 @@
 /**
- * The lifecycle of one idempotent request, independent of any API framework: claim → run once → store →
- * replay. Adapters (./trpc) turn their framework's request into an `IdempotentRequest` and their result into
- * a `RunOutcome`.
+ * Transactional mode's lifecycle: claim → run once → store, in the procedure's own transaction → replay.
  */
 import { randomUUID } from 'node:crypto';
 import { inFlightCapOf, type ResolvedOptions } from './config.ts';
-import { inProgressError, keyReusedError, leaseLostError, storeUnavailableError } from './errors.ts';
-import { type IdempotencyRecord, RecordState, type StoredResponse } from './record.ts';
+import { inProgressError, storeUnavailableError } from './errors.ts';
+import type { IdempotencyRecord, StoredResponse } from './record.ts';
 import { countReplay } from './replay-counts.ts';
+import { type HandledRequest, type IdempotentRequest, type RunOutcome, replayOf } from './request.ts';
 import { takeTurnInProcess } from './running-here.ts';
 import type { ClaimRequest, IdempotencyStore } from './store.ts';
-
-export interface IdempotentRequest {
-  scope: string;
-  procedure: string;
-  key: string;
-  fingerprint: string;
-}
-
-/**
- * What running the procedure produced. `response` is what to store and replay, or null when the result must
- * not be stored (a transient failure or a validation error): then the key is released and a retry runs again.
- */
-export interface RunOutcome<TResult> {
-  result: TResult;
-  response: StoredResponse | null;
-}
-
-export type HandledRequest<TResult> =
-  /** This request ran the procedure, and its response is stored. */
-  | { kind: 'executed'; result: TResult }
-  /** This request ran the procedure, which failed in a way that is not stored: the key was released. */
-  | { kind: 'released'; result: TResult }
-  /** A duplicate: the first request's stored response. */
-  | { kind: 'replayed'; response: StoredResponse };
 
 /**
  * Transactional mode: the claim, the procedure's writes and the response commit together, or not at all.
@@ -46,13 +21,6 @@ export type HandledRequest<TResult> =
  * On a store with `answersDuplicatesAtClaim`, a duplicate is answered as soon as its claim returns: the claim
  * found the key held and wrote nothing, and the record it read is committed — so the transaction's end (a
  * ROLLBACK of nothing) is left to finish on its own instead of costing the duplicate another round trip.
- *
- * When the store has `findCompleted`, that read is sent at the same time as the transaction opens, on another
- * connection: a duplicate of a finished request is answered as soon as it returns (one round trip, no
- * transaction), and a first execution waits for nothing more than before. Whichever learns the key's fate
- * first decides — the read, if it returns a completed record before the claim returns; otherwise the claim —
- * and the other one changes nothing: a transaction whose claim comes back after the read answered rolls back
- * without running the procedure, even when it did claim (an expiry in between), so no execution goes unanswered.
  */
 export async function handleTransactional<TTx, TResult>(
   store: IdempotencyStore<TTx>,
@@ -116,7 +84,6 @@ async function handleInDatabase<TTx, TResult>(
   run: (tx: TTx) => Promise<RunOutcome<TResult>>,
   committed: (response: StoredResponse) => void,
 ): Promise<HandledRequest<TResult>> {
-  let decidedBy: 'read' | 'claim' | undefined;
   let heldRecord: IdempotencyRecord | undefined;
   let claimFoundHeld: (record: IdempotencyRecord) => void = () => {};
   const held = new Promise<Decision<TResult>>((resolve) => {
@@ -125,31 +92,15 @@ async function handleInDatabase<TTx, TResult>(
       resolve({ record });
     };
   });
-  const completedRead = store.findCompleted?.(request).then(
-    (record): Promise<Decision<TResult>> | Decision<TResult> => {
-      if (!record || decidedBy) return NO_ANSWER;
-      decidedBy = 'read';
-      return { record };
-    },
-    // A failed read decides nothing: the transaction answers.
-    () => NO_ANSWER,
-  );
   const transaction = runTransactional(store, options, request, run, {
-    claimDecides: () => {
-      if (decidedBy === 'read') return false;
-      decidedBy = 'claim';
-      return true;
-    },
-    answeredByRead: () => decidedBy === 'read',
     foundHeld: claimFoundHeld,
     committed,
   });
-  // When the read or the claim has answered, what ends the transaction afterwards (even a failure) is nobody's
-  // answer; until then its failure is the request's (the race below rejects with it).
+  // Once the claim has answered, what ends the transaction afterwards (even a failure) is nobody's answer;
+  // until then its failure is the request's (the race below rejects with it).
   transaction.catch(() => {});
   const answer = await Promise.race([
     ...(store.answersDuplicatesAtClaim ? [held] : []),
-    ...(completedRead ? [completedRead] : []),
     transaction.then((handled): Decision<TResult> => ({ handled })),
   ]);
   // The claim found the key held: its record is the answer, now or (a store that cannot answer before the
@@ -166,15 +117,8 @@ async function handleInDatabase<TTx, TResult>(
 /** How a transactional request learns its answer: a record someone else left, or its own transaction's end. */
 type Decision<TResult> = { record: IdempotencyRecord } | { handled: HandledRequest<TResult> };
 
-/** A completed read that found nothing to replay: it never answers, and the race waits for the others. */
-const NO_ANSWER = new Promise<never>(() => {});
-
-/** What the transaction of `handleTransactional` tells it, and asks it, on the way. */
+/** What the transaction of `handleTransactional` tells it on the way. */
 interface TransactionSignals {
-  /** Asked as soon as the claim returns: false when the completed read already answered (then rolled back). */
-  claimDecides(): boolean;
-  /** Asked before the claim is sent: a replay the read answered while BEGIN was on its way costs no claim. */
-  answeredByRead(): boolean;
   /** The claim found the key held: that record is the answer; the transaction, which wrote nothing, just ends. */
   foundHeld(record: IdempotencyRecord): void;
   /** The response this request committed as the key's, once it has. */
@@ -187,7 +131,7 @@ async function runTransactional<TTx, TResult>(
   options: ResolvedOptions,
   request: IdempotentRequest,
   run: (tx: TTx) => Promise<RunOutcome<TResult>>,
-  { claimDecides, answeredByRead, foundHeld, committed }: TransactionSignals,
+  { foundHeld, committed }: TransactionSignals,
 ): Promise<HandledRequest<TResult>> {
   const owner = randomUUID();
   const transactionOptions = {
@@ -206,10 +150,7 @@ async function runTransactional<TTx, TResult>(
   try {
     const handled = await store.transaction(async (tx): Promise<HandledRequest<TResult>> => {
       opened = true;
-      // The read answered while the transaction was opening: no claim to send (the claim would decide nothing).
-      if (answeredByRead()) throw new RollBack(undefined, null);
       const claim = await store.claim(claimRequest, tx);
-      if (!claimDecides()) throw new RollBack(undefined, null);
       if (!claim.claimed) {
         foundHeld(claim.record);
         throw new RollBack(undefined, null);
@@ -304,142 +245,6 @@ async function recordStoredError<TTx, TResult>(
     if (store.isLockTimeout(error)) throw inProgressError(options.retryAfterSeconds);
     throw error;
   }
-}
-
-/**
- * External mode: the claim commits first under a lease; the procedure runs its outside effect (forwarding
- * the key); completion is fenced by the lease owner, so a request whose lease was taken over changes nothing.
- */
-export async function handleExternal<TResult>(
-  store: IdempotencyStore<unknown>,
-  options: ResolvedOptions,
-  request: IdempotentRequest,
-  run: () => Promise<RunOutcome<TResult>>,
-): Promise<HandledRequest<TResult>> {
-  const owner = randomUUID();
-  const claimRequest: ClaimRequest = {
-    ...request,
-    owner,
-    leaseSeconds: options.leaseSeconds,
-    retentionSeconds: options.retentionSeconds,
-    inFlightCap: inFlightCapOf(options),
-  };
-  let claim = await store.claim(claimRequest);
-  if (!claim.claimed) {
-    let record = await waitWhileInFlight(store, request, claim.record, options);
-    // The owner's lease ended while we waited (it died): take the key over now, as a retry would.
-    if (isDeadLeaseOfSameRequest(record, request)) {
-      claim = await store.claim(claimRequest);
-      if (!claim.claimed) record = claim.record;
-    }
-    if (!claim.claimed) {
-      const response = replayOf(record, request, options);
-      countReplay(store, request);
-      return { kind: 'replayed', response };
-    }
-  }
-
-  let outcome: RunOutcome<TResult>;
-  // The owner renews its lease while the procedure runs, so a live owner slower than its lease is never taken
-  // over mid-run; only a dead or frozen owner loses it, and completion stays fenced for that case.
-  const stopRenewing = renewLeaseWhileRunning(store, request, owner, options.leaseSeconds);
-  try {
-    outcome = await run();
-  } catch (error) {
-    stopRenewing();
-    // The adapter turns expected failures into outcomes; anything thrown here is unexpected but did not
-    // complete, and every outside effect carries the key: a retry is safe.
-    const released = await store.release(request, owner).catch(() => null);
-    if (released === false) throw leaseLostError(options.retryAfterSeconds);
-    throw error;
-  }
-  stopRenewing();
-  if (outcome.response === null) {
-    // A request that lost its lease while frozen (GC pause, SIGSTOP) may resume mid-procedure while the takeover
-    // runs it too, and fail on the overlap. Its failure says nothing about the key: another request owns (or
-    // completed) it. Answer 409 like a fenced completion, so the client retries and gets the owner's result.
-    if (!(await store.release(request, owner))) throw leaseLostError(options.retryAfterSeconds);
-    return { kind: 'released', result: outcome.result };
-  }
-  // If this throws (connection lost), the outcome is unknown: the key stays claimed until its lease ends.
-  const stored = await store.complete(request, owner, outcome.response);
-  if (!stored) throw leaseLostError(options.retryAfterSeconds);
-  return { kind: 'executed', result: outcome.result };
-}
-
-/**
- * Renews the lease every third of it while the procedure runs (when the store can), so that a slow but live
- * owner keeps its key. Best effort: a failed renewal only means the lease may end, which fencing covers.
- */
-function renewLeaseWhileRunning(
-  store: IdempotencyStore<unknown>,
-  request: IdempotentRequest,
-  owner: string,
-  leaseSeconds: number,
-): () => void {
-  const renew = store.renewLease?.bind(store);
-  if (!renew) return () => {};
-  const timer = setInterval(
-    () => {
-      renew(request, owner, leaseSeconds)
-        .then((held) => {
-          // Taken over: no renewal can win the key back, so stop trying.
-          if (!held) clearInterval(timer);
-        })
-        .catch(() => {});
-    },
-    Math.max(100, (leaseSeconds * 1000) / 3),
-  );
-  timer.unref?.();
-  return () => clearInterval(timer);
-}
-
-/** The response a duplicate gets, or the 422 / 409 that explains why it gets none. */
-function replayOf(
-  record: IdempotencyRecord,
-  request: IdempotentRequest,
-  options: ResolvedOptions,
-): StoredResponse {
-  if (record.fingerprint !== request.fingerprint) throw keyReusedError();
-  if (record.state === RecordState.completed && record.response) return record.response;
-  throw inProgressError(options.retryAfterSeconds);
-}
-
-/** A key still `processing` for this same request whose owner's lease has ended: a retry may take it over. */
-function isDeadLeaseOfSameRequest(record: IdempotencyRecord, request: IdempotentRequest): boolean {
-  return (
-    record.state === RecordState.processing &&
-    !record.leaseActive &&
-    record.fingerprint === request.fingerprint
-  );
-}
-
-/**
- * Polls (bounded by `waitForInFlightMs`) while the key is in flight for this same request under a live lease.
- * Returns as soon as the key is completed, released, reused by another request, or its lease has ended.
- */
-async function waitWhileInFlight(
-  store: IdempotencyStore<unknown>,
-  request: IdempotentRequest,
-  record: IdempotencyRecord,
-  options: ResolvedOptions,
-): Promise<IdempotencyRecord> {
-  let current = record;
-  const deadline = Date.now() + options.waitForInFlightMs;
-  let pauseMs = 25;
-  while (
-    current.state === RecordState.processing &&
-    current.leaseActive &&
-    current.fingerprint === request.fingerprint &&
-    Date.now() < deadline
-  ) {
-    await new Promise((resolve) => setTimeout(resolve, pauseMs));
-    pauseMs = Math.min(pauseMs * 2, 250);
-    const next = await store.find(request);
-    if (!next) break; // released: the caller answers 409 and its retry runs the procedure
-    current = next;
-  }
-  return current;
 }
 
 /**
