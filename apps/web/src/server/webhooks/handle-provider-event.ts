@@ -143,13 +143,7 @@ async function applyEvent(
 
   switch (event.type) {
     case 'charge.succeeded': {
-      await recordPayment(tx, {
-        orderId: order.id,
-        providerChargeId: charge.id,
-        status: 'succeeded',
-        amountCents: charge.amount,
-        currency: charge.currency,
-      });
+      await recordSucceededPayment(tx, order.id, charge);
       // pending → paid writes its fulfilment job in the same transaction, whoever makes it (this webhook, the
       // checkout request, the reconciler): an order the request already paid has its job, and a cancelled or
       // refunded one gets none.
@@ -174,16 +168,25 @@ async function applyEvent(
       // Refunded before the order was marked paid: the charge did succeed (recorded as its payment, so a late
       // charge.succeeded or the request's own answer finds it), and the money is back, so the order ends
       // refunded, its stock released; nothing pays or ships it afterwards.
-      await recordPayment(tx, {
-        orderId: order.id,
-        providerChargeId: charge.id,
-        status: 'succeeded',
-        amountCents: charge.amount,
-        currency: charge.currency,
-      });
+      await recordSucceededPayment(tx, order.id, charge);
       return (await markPendingOrderRefunded(tx, order.id)) ? 'refunded' : 'no_change';
     }
     default:
       return 'ignored';
   }
+}
+
+/** The charge as the order's payment, succeeded: what a charge.succeeded, or a refund of a pending order, records. */
+function recordSucceededPayment(
+  tx: Prisma.TransactionClient,
+  orderId: string,
+  charge: Pick<ChargeTerms, 'id' | 'amount' | 'currency'>,
+) {
+  return recordPayment(tx, {
+    orderId,
+    providerChargeId: charge.id,
+    status: 'succeeded',
+    amountCents: charge.amount,
+    currency: charge.currency,
+  });
 }
