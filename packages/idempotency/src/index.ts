@@ -11,6 +11,13 @@ export {
   type MissingKeyPolicy,
 } from './core/config.ts';
 export {
+  IDEMPOTENCY_REQUEST_CHANNEL,
+  IDEMPOTENCY_STEP_CHANNELS,
+  type IdempotencyRequestTrace,
+  IdempotencyStep,
+  type IdempotencyStepMessage,
+} from './core/diagnostics.ts';
+export {
   IdempotencyError,
   IdempotencyErrorCode,
   IdempotencyStoreSetupError,

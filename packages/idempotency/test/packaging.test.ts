@@ -54,6 +54,7 @@ const expectedPeersBySubpath: Record<string, string[]> = {
   './fetch': [],
   './express': [],
   './mariadb': [],
+  './otel': ['@opentelemetry/api'],
 };
 /** Browser bundles: no `node:*` module may be reachable from these. */
 const browserSubpaths = ['./client', './react'];
@@ -65,6 +66,7 @@ const browserSubpaths = ['./client', './react'];
  */
 const linkedPackages = [
   '@idem/db',
+  '@opentelemetry/api',
   '@prisma/client',
   '@tanstack/react-query',
   '@trpc/client',
@@ -167,6 +169,7 @@ describe('the packed package', () => {
       './testing',
       './fetch',
       './express',
+      './otel',
     ]);
     expect(Object.keys(packed.exports)).toEqual(Object.keys(workspaceManifest.exports));
     for (const subpath of subpaths) {
@@ -217,9 +220,10 @@ describe('the packed package', () => {
     expect(messages.map((message) => `${message.type}: ${formatMessage(message, pkg)}`)).toEqual([]);
   });
 
-  it('declares tRPC, TanStack Query, React, Prisma and Express as optional peers, never as dependencies', () => {
+  it('declares tRPC, TanStack Query, React, Prisma, Express and OpenTelemetry as optional peers, never as dependencies', () => {
     const peers = Object.keys(packed.peerDependencies ?? {}).sort();
     expect(peers).toEqual([
+      '@opentelemetry/api',
       '@prisma/client',
       '@tanstack/react-query',
       '@trpc/client',

@@ -3,7 +3,8 @@
  * fenced by the lease owner → replay.
  */
 import { randomUUID } from 'node:crypto';
-import { inFlightCapOf, type ResolvedOptions } from './config.ts';
+import { IdempotencyMode, inFlightCapOf, type ResolvedOptions } from './config.ts';
+import { IdempotencyStep, publishStep } from './diagnostics.ts';
 import { leaseLostError } from './errors.ts';
 import { type IdempotencyRecord, RecordState } from './record.ts';
 import { countReplay } from './replay-counts.ts';
@@ -42,6 +43,7 @@ export async function handleExternal<TResult>(
       return { kind: 'replayed', response };
     }
   }
+  publishStep(IdempotencyStep.claimed, IdempotencyMode.external, request, { takeover: claim.takeover });
 
   let outcome: RunOutcome<TResult>;
   // The owner renews its lease while the procedure runs, so a live owner slower than its lease is never taken
@@ -55,6 +57,7 @@ export async function handleExternal<TResult>(
     // complete, and every outside effect carries the key: a retry is safe.
     const released = await store.release(request, owner).catch(() => null);
     if (released === false) throw leaseLostError(options.retryAfterSeconds);
+    if (released) publishStep(IdempotencyStep.released, IdempotencyMode.external, request);
     throw error;
   }
   stopRenewing();
@@ -63,11 +66,13 @@ export async function handleExternal<TResult>(
     // runs it too, and fail on the overlap. Its failure says nothing about the key: another request owns (or
     // completed) it. Answer 409 like a fenced completion, so the client retries and gets the owner's result.
     if (!(await store.release(request, owner))) throw leaseLostError(options.retryAfterSeconds);
+    publishStep(IdempotencyStep.released, IdempotencyMode.external, request);
     return { kind: 'released', result: outcome.result };
   }
   // If this throws (connection lost), the outcome is unknown: the key stays claimed until its lease ends.
   const stored = await store.complete(request, owner, outcome.response);
   if (!stored) throw leaseLostError(options.retryAfterSeconds);
+  publishStep(IdempotencyStep.stored, IdempotencyMode.external, request);
   return { kind: 'executed', result: outcome.result };
 }
 

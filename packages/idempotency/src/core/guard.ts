@@ -6,7 +6,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IdempotencyMode, ResolvedOptions } from './config.ts';
-import { IdempotencyError, UnstableScope, unstableScopeError } from './errors.ts';
+import {
+  type IdempotencyRequestTrace,
+  IdempotencyStep,
+  publishStep,
+  requestTraceChannel,
+} from './diagnostics.ts';
+import { IdempotencyError, IdempotencyErrorCode, UnstableScope, unstableScopeError } from './errors.ts';
 import type { IdempotencyEvent } from './event.ts';
 import { handleExternal } from './external.ts';
 import { parseIdempotencyKey } from './key.ts';
@@ -70,14 +76,24 @@ export type GuardOutcome<TResult> =
 
 /**
  * Runs the sequence and reports its outcome through `onEvent`. An IdempotencyError (the layer's own refusal) is
- * reported, then thrown for the adapter to answer; any other error is thrown as is.
+ * reported, then thrown for the adapter to answer; any other error is thrown as is. With a subscriber on
+ * `idem:request` (diagnostics.ts), the request runs inside that trace.
  */
-export async function guardRequest<TResult>(
+export function guardRequest<TResult>(request: GuardedRequest<TResult>): Promise<GuardOutcome<TResult>> {
+  if (!requestTraceChannel.hasSubscribers) return runGuarded(request, undefined);
+  const trace: IdempotencyRequestTrace = { procedure: request.procedure, mode: request.mode, keyHash: null };
+  return requestTraceChannel.tracePromise(() => runGuarded(request, trace), trace);
+}
+
+async function runGuarded<TResult>(
   request: GuardedRequest<TResult>,
+  trace: IdempotencyRequestTrace | undefined,
 ): Promise<GuardOutcome<TResult>> {
   const started = performance.now();
   let keyHash: string | null = null;
-  const report = (outcome: RequestOutcome) =>
+  let keyed: IdempotentRequest | undefined;
+  const report = (outcome: RequestOutcome) => {
+    if (trace) trace.outcome = outcome;
     request.onEvent?.({
       procedure: request.procedure,
       mode: request.mode,
@@ -85,10 +101,11 @@ export async function guardRequest<TResult>(
       durationMs: performance.now() - started,
       keyHash,
     });
+  };
   try {
     request.refuse?.();
-    const keyed = request.keyHeader !== null || request.options.missingKey === 'reject';
-    const key = keyed ? parseIdempotencyKey(request.keyHeader) : randomUUID();
+    const isKeyed = request.keyHeader !== null || request.options.missingKey === 'reject';
+    const key = isKeyed ? parseIdempotencyKey(request.keyHeader) : randomUUID();
     const scope = await request.scope();
     if (scope instanceof UnstableScope) throw unstableScopeError(scope.howToFix);
     if (!scope) {
@@ -96,28 +113,40 @@ export async function guardRequest<TResult>(
       return { kind: 'unauthenticated' };
     }
     const fingerprint = await request.fingerprint();
-    const idempotency = { key, keyed, scope, fingerprint };
-    if (!keyed) {
+    const idempotency = { key, keyed: isKeyed, scope, fingerprint };
+    if (!isKeyed) {
       const result = await request.run.unkeyed(idempotency);
       report(RequestOutcome.unkeyed);
       return { kind: 'ran', result };
     }
     // Only hashed when someone listens: the request path pays for no work nobody reads.
-    if (request.onEvent) keyHash = logKeyHash(scope, key);
-    const handled = await request.run.keyed(
-      { scope, procedure: request.procedure, key, fingerprint },
-      idempotency,
-    );
+    if (request.onEvent || trace) keyHash = logKeyHash(scope, key);
+    if (trace) trace.keyHash = keyHash;
+    keyed = { scope, procedure: request.procedure, key, fingerprint };
+    const handled = await request.run.keyed(keyed, idempotency);
     if (handled.kind === 'replayed') {
+      publishStep(IdempotencyStep.replayed, request.mode, keyed);
       report(RequestOutcome.replayed);
       return { kind: 'replayed', response: handled.response };
     }
     report(handled.kind === 'executed' ? RequestOutcome.executed : RequestOutcome.released);
     return { kind: 'ran', result: handled.result };
   } catch (error) {
-    if (error instanceof IdempotencyError) report(outcomeOfError(error));
+    if (error instanceof IdempotencyError) {
+      const step = keyed && stepOfError(error);
+      if (keyed && step) publishStep(step, request.mode, keyed);
+      report(outcomeOfError(error));
+    }
     throw error;
   }
+}
+
+/** The step a refusal of a keyed request is, when it is one. */
+function stepOfError(error: IdempotencyError): IdempotencyStep | undefined {
+  if (error.code === IdempotencyErrorCode.inProgress) return IdempotencyStep.inFlight;
+  if (error.code === IdempotencyErrorCode.leaseLost) return IdempotencyStep.leaseLost;
+  if (error.code === IdempotencyErrorCode.keyReused) return IdempotencyStep.payloadMismatch;
+  return undefined;
 }
 
 function outcomeOfError(error: IdempotencyError): RequestOutcome {

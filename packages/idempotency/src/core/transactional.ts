@@ -2,7 +2,8 @@
  * Transactional mode's lifecycle: claim → run once → store, in the procedure's own transaction → replay.
  */
 import { randomUUID } from 'node:crypto';
-import { inFlightCapOf, type ResolvedOptions } from './config.ts';
+import { IdempotencyMode, inFlightCapOf, type ResolvedOptions } from './config.ts';
+import { IdempotencyStep, publishStep } from './diagnostics.ts';
 import { inProgressError, storeUnavailableError } from './errors.ts';
 import type { IdempotencyRecord, StoredResponse } from './record.ts';
 import { countReplay } from './replay-counts.ts';
@@ -147,6 +148,7 @@ async function runTransactional<TTx, TResult>(
   };
   let stored: StoredResponse | null = null;
   let opened = false;
+  let claimed = false;
   try {
     const handled = await store.transaction(async (tx): Promise<HandledRequest<TResult>> => {
       opened = true;
@@ -155,6 +157,10 @@ async function runTransactional<TTx, TResult>(
         foundHeld(claim.record);
         throw new RollBack(undefined, null);
       }
+      claimed = true;
+      publishStep(IdempotencyStep.claimed, IdempotencyMode.transactional, request, {
+        takeover: claim.takeover,
+      });
 
       const outcome = await run(tx);
       // Not storable: roll everything back, the claim included, so the key is free for a retry.
@@ -167,11 +173,17 @@ async function runTransactional<TTx, TResult>(
       return { kind: 'executed', result: outcome.result };
     }, transactionOptions);
     // Committed: the transaction resolved.
-    if (stored) committed(stored);
+    if (stored) {
+      committed(stored);
+      publishStep(IdempotencyStep.stored, IdempotencyMode.transactional, request);
+    }
     return handled;
   } catch (error) {
     if (error instanceof RollBack) {
-      if (!error.response) return { kind: 'released', result: error.result as TResult };
+      if (!error.response) {
+        if (claimed) publishStep(IdempotencyStep.released, IdempotencyMode.transactional, request);
+        return { kind: 'released', result: error.result as TResult };
+      }
       const recorded = await recordStoredError<TTx, TResult>(
         store,
         options,
@@ -179,7 +191,10 @@ async function runTransactional<TTx, TResult>(
         error,
         transactionOptions,
       );
-      if (recorded.kind === 'executed') committed(error.response);
+      if (recorded.kind === 'executed') {
+        committed(error.response);
+        publishStep(IdempotencyStep.stored, IdempotencyMode.transactional, request);
+      }
       return recorded;
     }
     // The first request's transaction held the key longer than we may wait.
