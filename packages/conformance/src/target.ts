@@ -1,0 +1,75 @@
+/**
+ * The command's options as a conformance target of the kit (`protocol: 'http'`), with the execution counter the
+ * options name: an endpoint that counts, or the distinct effect ids seen in success bodies.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ConformanceFetch, ConformanceResponse, ConformanceTarget } from '@idem/idempotency/testing';
+import type { CliOptions } from './options.ts';
+
+type Json = unknown;
+
+/** The value at a JSON Pointer (RFC 6901) in `document`, or undefined. */
+export function valueAt(document: Json, pointer: string): Json {
+  let current: Json = document;
+  for (const raw of pointer.split('/').slice(1)) {
+    const token = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<string, Json>)[token];
+  }
+  return current;
+}
+
+/** A response whose body has been read once and can be read again. */
+function buffered(response: ConformanceResponse, text: string): ConformanceResponse {
+  return { status: response.status, headers: response.headers, text: async () => text };
+}
+
+function bodyFrom(template: string): Json {
+  return JSON.parse(template.replaceAll('{{uuid}}', randomUUID()));
+}
+
+export function cliTarget(options: CliOptions, baseFetch: ConformanceFetch = fetch): ConformanceTarget<Json> {
+  const effects = new Set<string>();
+  const observing: ConformanceFetch = async (url, init) => {
+    const response = await baseFetch(url, init);
+    if (options.effectPointer === null || response.status < 200 || response.status > 299) return response;
+    const text = await response.text();
+    try {
+      const effect = valueAt(JSON.parse(text), options.effectPointer);
+      if (effect !== undefined && effect !== null) effects.add(JSON.stringify(effect));
+    } catch {
+      // Not JSON: no effect id to read; the check that sent it judges the body.
+    }
+    return buffered(response, text);
+  };
+  const countFrom = options.executionsUrl;
+  return {
+    protocol: 'http',
+    url: options.url,
+    procedure: `POST ${new URL(options.url).pathname}`,
+    input: () => bodyFrom(options.body),
+    differentInput: () => {
+      if (options.otherBody !== null) return bodyFrom(options.otherBody);
+      const body = bodyFrom(options.body);
+      if (body === null || typeof body !== 'object' || Array.isArray(body))
+        throw new Error('--body is not a JSON object: give --other-body');
+      return { ...body, idemConformanceProbe: randomUUID() };
+    },
+    invalidInput: () => JSON.parse(options.invalidBody),
+    ...(options.businessErrorBody === null
+      ? {}
+      : { businessErrorInput: () => bodyFrom(options.businessErrorBody ?? 'null') }),
+    principals: [{ headers: options.headers }, { headers: options.otherHeaders ?? options.headers }],
+    unauthenticatedHeaders: {},
+    fetch: observing,
+    async executions() {
+      if (countFrom === null) return effects.size;
+      const response = await fetch(countFrom, { headers: options.headers });
+      const body: Json = await response.json();
+      const count = typeof body === 'number' ? body : valueAt(body, '/count');
+      if (typeof count !== 'number')
+        throw new Error(`${countFrom} answered ${JSON.stringify(body)}, not a count`);
+      return count;
+    },
+  };
+}
