@@ -31,6 +31,9 @@ Requests:
 
 Output:
   --profile <name>           ${Object.keys(PROFILES).join(' | ')} (default idem): which checks must pass
+  --infer-replays            a 2xx naming an effect seen before counts as a replay even without
+                             Idempotent-Replayed: true (draft-07 defines no such header: on by default there;
+                             needs --effect-pointer)
   --json                     the report as JSON on stdout
 `;
 
@@ -47,6 +50,8 @@ export interface CliOptions {
   auth: boolean;
   concurrency: number;
   profile: ProfileName;
+  /** A 2xx naming an effect already seen is a replay, with or without `Idempotent-Replayed`. */
+  inferReplays: boolean;
   json: boolean;
 }
 
@@ -105,6 +110,11 @@ export function parseCliOptions(argv: readonly string[]): CliOptions | 'help' {
   const profile = values.profile ?? 'idem';
   if (!(profile in PROFILES)) throw new UsageError(`--profile: one of ${Object.keys(PROFILES).join(', ')}`);
   const otherHeaders = values['other-header'] ?? [];
+  const inferReplays = values['infer-replays'] ?? profile === 'draft-07';
+  if (inferReplays && effectPointer === null)
+    throw new UsageError(
+      '--infer-replays (the draft-07 default) needs --effect-pointer: it reads the effect ids',
+    );
   return {
     url: httpUrl(positionals[0] ?? '', '<url>'),
     executionsUrl: executionsUrl === null ? null : httpUrl(executionsUrl, '--executions-url'),
@@ -121,6 +131,7 @@ export function parseCliOptions(argv: readonly string[]): CliOptions | 'help' {
     auth: !values['no-auth'],
     concurrency,
     profile: profile as ProfileName,
+    inferReplays,
     json: values.json ?? false,
   };
 }
@@ -142,6 +153,7 @@ function parse(argv: readonly string[]) {
       'no-auth': { type: 'boolean' },
       concurrency: { type: 'string' },
       profile: { type: 'string' },
+      'infer-replays': { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -17,6 +17,8 @@ export interface ReportRow {
 export interface CliReport {
   url: string;
   profile: ProfileName;
+  /** Replays were told by a repeated effect id, not (only) by `Idempotent-Replayed: true`. */
+  inferredReplays: boolean;
   passed: boolean;
   rows: ReportRow[];
 }
@@ -24,6 +26,7 @@ export interface CliReport {
 export function buildReport(
   url: string,
   profile: ProfileName,
+  inferredReplays: boolean,
   kit: ConformanceReport,
   http: readonly HttpCheckResult[],
   skipped: ReadonlyArray<{ id: CheckId; title: string; reason: string }>,
@@ -42,7 +45,8 @@ export function buildReport(
       row(check.id, check.title, 'not covered', check.reason),
     ),
   ];
-  return { url, profile, passed: rows.every((each) => !each.required || each.result !== 'fail'), rows };
+  const passed = rows.every((each) => !each.required || each.result !== 'fail');
+  return { url, profile, inferredReplays, passed, rows };
 }
 
 export function formatReport(report: CliReport): string {
@@ -50,6 +54,11 @@ export function formatReport(report: CliReport): string {
   const mark: Record<RowResult, string> = { pass: 'pass', fail: 'FAIL', 'not covered': '----' };
   const lines = [
     `idem-conformance ${report.url} (profile ${report.profile}: ${PROFILES[report.profile].summary})`,
+    ...(report.inferredReplays
+      ? [
+          'replays: a 2xx that names an effect already seen counts as one, with or without Idempotent-Replayed',
+        ]
+      : []),
     '',
     ...report.rows.map(
       (row) =>

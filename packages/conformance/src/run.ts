@@ -36,5 +36,5 @@ export async function runConformanceCli(options: CliOptions): Promise<CliReport>
       .map((check) => ({ ...check, reason: BLACK_BOX_REASONS[check.id] ?? check.reason })),
   };
   const http = await runHttpChecks(target);
-  return buildReport(options.url, options.profile, kept, http, skipped);
+  return buildReport(options.url, options.profile, options.inferReplays, kept, http, skipped);
 }

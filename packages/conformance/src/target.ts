@@ -19,9 +19,18 @@ export function valueAt(document: Json, pointer: string): Json {
   return current;
 }
 
-/** A response whose body has been read once and can be read again. */
-function buffered(response: ConformanceResponse, text: string): ConformanceResponse {
-  return { status: response.status, headers: response.headers, text: async () => text };
+/**
+ * A response whose body has been read once and can be read again; `markReplayed` adds `Idempotent-Replayed: true`
+ * to a route that does not send it (the effect it names was seen before: nothing new was executed).
+ */
+function buffered(response: ConformanceResponse, text: string, markReplayed: boolean): ConformanceResponse {
+  const headers = markReplayed
+    ? {
+        get: (name: string) =>
+          name.toLowerCase() === 'idempotent-replayed' ? 'true' : response.headers.get(name),
+      }
+    : response.headers;
+  return { status: response.status, headers, text: async () => text };
 }
 
 function bodyFrom(template: string): Json {
@@ -34,13 +43,19 @@ export function cliTarget(options: CliOptions, baseFetch: ConformanceFetch = fet
     const response = await baseFetch(url, init);
     if (options.effectPointer === null || response.status < 200 || response.status > 299) return response;
     const text = await response.text();
+    let seenBefore = false;
     try {
       const effect = valueAt(JSON.parse(text), options.effectPointer);
-      if (effect !== undefined && effect !== null) effects.add(JSON.stringify(effect));
+      if (effect !== undefined && effect !== null) {
+        const id = JSON.stringify(effect);
+        seenBefore = effects.has(id);
+        effects.add(id);
+      }
     } catch {
       // Not JSON: no effect id to read; the check that sent it judges the body.
     }
-    return buffered(response, text);
+    const unmarked = response.headers.get('idempotent-replayed') === null;
+    return buffered(response, text, options.inferReplays && seenBefore && unmarked);
   };
   const countFrom = options.executionsUrl;
   return {
