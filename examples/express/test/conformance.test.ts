@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { runConformanceCommand } from '@idem/conformance';
 import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
 import {
   type ConformanceTarget,
@@ -196,3 +197,29 @@ registerIdempotencyConformance(
       console.log(`[conformance] ${result.id} (${result.durationMs} ms): ${result.detail}`),
   },
 );
+
+describe('examples/express: idem-conformance, the black-box command', () => {
+  it('passes the draft-07 profile from outside (no store access, executions read from the notes it creates)', async () => {
+    const { exitCode, report } = await runConformanceCommand([
+      `${target.url}`,
+      ...[
+        '--effect-pointer',
+        '/id',
+        '--body',
+        '{"text": "black box {{uuid}}"}',
+        '--profile',
+        'draft-07',
+        '--json',
+      ],
+      ...[
+        '--header',
+        `Authorization: Bearer ${alice?.token}`,
+        '--other-header',
+        `Authorization: Bearer ${bob?.token}`,
+      ],
+      ...['--business-error-body', JSON.stringify({ text: TAKEN_TEXT })],
+    ]);
+    expect(report?.rows.filter((row) => row.required && row.result === 'fail')).toEqual([]);
+    expect(exitCode).toBe(0);
+  });
+});

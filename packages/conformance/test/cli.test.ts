@@ -4,20 +4,14 @@
  * the idempotency layer fails the run (exit 1) on the rows that say why. A command line that cannot count
  * executions is a usage error (exit 2).
  */
-import { execFile } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { type ServerType, serve } from '@hono/node-server';
 import { createPrismaClient, type Database } from '@idem/db';
 import { createFetchIdempotency } from '@idem/idempotency/fetch';
 import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { runConformanceCommand } from '../src/command.ts';
 import type { CliReport } from '../src/report.ts';
-
-const run = promisify(execFile);
-const repoRoot = path.resolve(import.meta.dirname, '../../..');
-const bin = path.resolve(import.meta.dirname, '../bin/idem-conformance.mjs');
 
 let db: Database;
 const servers: ServerType[] = [];
@@ -56,15 +50,8 @@ function listen(fetch: (request: Request) => Promise<Response>): Promise<string>
 async function conformance(
   args: string[],
 ): Promise<{ code: number; report: CliReport | null; stderr: string }> {
-  const result = await run(process.execPath, [bin, ...args], { cwd: repoRoot }).then(
-    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (error: { code: number; stdout: string; stderr: string }) => error,
-  );
-  return {
-    code: result.code,
-    report: result.stdout.trim().startsWith('{') ? (JSON.parse(result.stdout) as CliReport) : null,
-    stderr: result.stderr,
-  };
+  const { exitCode, report, stderr } = await runConformanceCommand(args);
+  return { code: exitCode, report, stderr };
 }
 
 const common = (url: string) => [
