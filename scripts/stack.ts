@@ -154,8 +154,7 @@ async function main() {
     }),
     startProcess('worker', process.execPath, [...tsx, 'apps/worker/src/main.ts'], {
       cwd: repoRoot,
-      // The worker's test-only switches (a dedupe turned off for a control run) exist only in the e2e stack.
-      env: { ...env, WORKER_TEST_HOOKS: mode === 'e2e' ? '1' : '0' },
+      env,
       color: 33,
     }),
   );

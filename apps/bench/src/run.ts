@@ -27,8 +27,9 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createPrismaClient } from '@idem/db';
 import { startProvider } from '@idem/provider';
-import { fulfilOrder, NO_TEST_HOOKS } from '@idem/worker';
+import { fulfilOrder } from '@idem/worker';
 import pg from 'pg';
+import { installFaultTriggers } from '../../worker/test/fault-triggers.ts';
 import { cannon as runCannon, type LoadSample as Sample } from './cannon.ts';
 import { svgChart } from './chart.ts';
 import { peerSettingsFromEnv } from './peers/config.ts';
@@ -565,7 +566,9 @@ interface JobDedupe {
 /**
  * The worker's job dedupe, per job: `fulfilOrder` on paid orders (the checkout section's), interleaved — a first
  * delivery as the worker runs it, a first delivery of another order with the dedupe switched off (the crash
- * tests' control hook), and a second delivery of the first order (a duplicate the unique keys absorb).
+ * tests' control: the database writes the receipt under a kind of its own, fault-triggers.ts), and a second
+ * delivery of the first order (a duplicate the unique keys absorb). Every arm's sessions pass through the same
+ * trigger function (the two deduplicated arms' with nothing to do), so the trigger's cost is in all three.
  */
 async function jobDedupe(
   databaseUrl: string,
@@ -578,10 +581,15 @@ async function jobDedupe(
   );
   const pairs = Math.floor(rows.length / 2);
   if (pairs < 10) return { skipped: `only ${rows.length} paid orders to fulfil` };
-  const db = createPrismaClient({ connectionString: databaseUrl, max: 2 });
+  const admin = createPrismaClient({ connectionString: databaseUrl, max: 1 });
+  const faults = await installFaultTriggers(admin);
+  const deduped = await faults.session(databaseUrl, {});
+  const withoutDedupe = await faults.session(databaseUrl, { receiptKindPerDelivery: true });
+  const db = createPrismaClient({ connectionString: deduped.url, max: 2 });
+  const control = createPrismaClient({ connectionString: withoutDedupe.url, max: 2 });
   const silent = { info: () => {}, error: () => {} };
   const first: number[] = [];
-  const withoutDedupe: number[] = [];
+  const withoutDedupeMs: number[] = [];
   const duplicate: number[] = [];
   const timed = async (into: number[], job: () => Promise<unknown>) => {
     const started = performance.now();
@@ -592,32 +600,27 @@ async function jobDedupe(
     for (let i = 0; i < pairs; i += 1) {
       if (i % Math.max(1, Math.floor(pairs / 5)) === 0)
         progress.run(Math.min(5, 1 + Math.floor((5 * i) / pairs)), 5);
-      const deduped = rows[2 * i]?.id ?? '';
-      const control = rows[2 * i + 1]?.id ?? '';
-      const delivery = { jobId: randomUUID(), retryCount: 0 };
+      const dedupedOrder = rows[2 * i]?.id ?? '';
+      const controlOrder = rows[2 * i + 1]?.id ?? '';
       const arms = [
-        () => timed(first, () => fulfilOrder(db, deduped, { log: silent })),
-        () =>
-          timed(withoutDedupe, () =>
-            fulfilOrder(db, control, {
-              log: silent,
-              delivery,
-              testHooks: { ...NO_TEST_HOOKS, disableDedupe: true },
-            }),
-          ),
+        () => timed(first, () => fulfilOrder(db, dedupedOrder, { log: silent })),
+        () => timed(withoutDedupeMs, () => fulfilOrder(control, controlOrder, { log: silent })),
       ];
       for (const arm of i % 2 === 0 ? arms : arms.reverse()) await arm();
-      await timed(duplicate, () => fulfilOrder(db, deduped, { log: silent }));
+      await timed(duplicate, () => fulfilOrder(db, dedupedOrder, { log: silent }));
     }
   } finally {
     await db.$disconnect();
+    await control.$disconnect();
+    await faults.drop();
+    await admin.$disconnect();
   }
   const result = {
     jobs: pairs,
     firstP50: median(first),
-    withoutDedupeP50: median(withoutDedupe),
+    withoutDedupeP50: median(withoutDedupeMs),
     duplicateP50: median(duplicate),
-    addedMs: median(first) - median(withoutDedupe),
+    addedMs: median(first) - median(withoutDedupeMs),
   };
   log(
     `  fulfilment p50: first delivery ${result.firstP50.toFixed(2)} ms, without dedupe ${result.withoutDedupeP50.toFixed(2)} ms, duplicate delivery ${result.duplicateP50.toFixed(2)} ms (${pairs} jobs each)`,

@@ -1,7 +1,6 @@
 /** The worker's environment, parsed once at start. A bad or missing value stops the worker with its name. */
 import { describeZodError, fulfilmentEnvShape, intFromEnv, numberFromEnv } from '@idem/jobs';
 import { z } from 'zod';
-import { NO_TEST_HOOKS, type WorkerTestHooks } from './test-hooks.ts';
 
 const blankIsUnset = (value: unknown) => (value === '' ? undefined : value);
 
@@ -40,10 +39,6 @@ const envSchema = z.object({
   IDEM_RECONCILE_CRON: z.preprocess(blankIsUnset, z.string().default('* * * * *')),
   /** A pending order is settled from the provider's answer once its last charge attempt is this old. */
   RECONCILE_SETTLE_AFTER_SECONDS: intFromEnv(30, 300),
-  WORKER_TEST_HOOKS: z.string().optional(),
-  WORKER_TEST_PAUSE_AFTER_SHIPMENT_MS: intFromEnv(0, 0),
-  WORKER_TEST_PAUSE_AFTER_RECEIPT_MS: intFromEnv(0, 0),
-  WORKER_TEST_DISABLE_DEDUPE: z.string().optional(),
 });
 
 export interface WorkerEnv {
@@ -62,9 +57,6 @@ export interface WorkerEnv {
   /** null: no schedule. */
   reconcileCron: string | null;
   reconcileSettleAfterSeconds: number;
-  testHooks: WorkerTestHooks;
-  /** Test-hook variables that were set but not honoured (WORKER_TEST_HOOKS is not 1). */
-  ignoredTestHooks: string[];
 }
 
 export class WorkerEnvError extends Error {
@@ -77,19 +69,6 @@ export function parseWorkerEnv(source: NodeJS.ProcessEnv = process.env): WorkerE
     throw new WorkerEnvError(`Invalid worker environment: ${describeZodError(parsed.error)}`);
   }
   const env = parsed.data;
-  // Strict: test hooks only when the process was started for tests (the e2e stack and the test suites set it).
-  const hooksAllowed = env.WORKER_TEST_HOOKS === '1';
-  const requested: WorkerTestHooks = {
-    pauseAfterShipmentMs: env.WORKER_TEST_PAUSE_AFTER_SHIPMENT_MS,
-    pauseAfterReceiptMs: env.WORKER_TEST_PAUSE_AFTER_RECEIPT_MS,
-    disableDedupe: env.WORKER_TEST_DISABLE_DEDUPE === '1',
-  };
-  const requestedNames = [
-    requested.pauseAfterShipmentMs > 0 && 'WORKER_TEST_PAUSE_AFTER_SHIPMENT_MS',
-    requested.pauseAfterReceiptMs > 0 && 'WORKER_TEST_PAUSE_AFTER_RECEIPT_MS',
-    requested.disableDedupe && 'WORKER_TEST_DISABLE_DEDUPE',
-  ].filter((name): name is string => typeof name === 'string');
-
   const cron = env.IDEM_CLEANUP_CRON.trim();
   const reconcileCron = env.IDEM_RECONCILE_CRON.trim();
   return {
@@ -113,8 +92,6 @@ export function parseWorkerEnv(source: NodeJS.ProcessEnv = process.env): WorkerE
     },
     reconcileCron: reconcileCron.toLowerCase() === 'off' ? null : reconcileCron,
     reconcileSettleAfterSeconds: env.RECONCILE_SETTLE_AFTER_SECONDS,
-    testHooks: hooksAllowed ? requested : NO_TEST_HOOKS,
-    ignoredTestHooks: hooksAllowed ? [] : requestedNames,
   };
 }
 

@@ -20,7 +20,6 @@ import {
   workReconcile,
 } from './jobs/reconcile.ts';
 import { consoleLogger, type Logger } from './log.ts';
-import { activeHooks, NO_TEST_HOOKS, type WorkerTestHooks } from './test-hooks.ts';
 
 export interface WorkerOptions {
   databaseUrl: string;
@@ -46,8 +45,6 @@ export interface WorkerOptions {
   /** Cron of the payment reconciler (UTC); null removes the schedule. Default every minute. */
   reconcileCron?: string | null;
   reconcile?: ReconcileOptions;
-  /** TEST-ONLY switches (see test-hooks.ts). */
-  testHooks?: WorkerTestHooks;
   log?: Logger;
   /** A client to use instead of creating one (it is then not disconnected by stop()). */
   db?: Database;
@@ -63,10 +60,6 @@ export interface RunningWorker {
 
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
   const log = options.log ?? consoleLogger;
-  const testHooks = options.testHooks ?? NO_TEST_HOOKS;
-  const hooks = activeHooks(testHooks);
-  if (hooks.length > 0) log.info(`WARNING: TEST HOOKS ACTIVE (${hooks.join(', ')}): never in production`);
-
   const db = options.db ?? createPrismaClient({ connectionString: options.databaseUrl, max: 5 });
   let boss: PgBoss | undefined;
   try {
@@ -82,7 +75,6 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     await workFulfilment(boss, db, {
       concurrency: options.fulfilmentConcurrency ?? 2,
       pollingIntervalSeconds,
-      testHooks,
       log,
     });
     await workCleanup(boss, db, { ...options.cleanup, log, pollingIntervalSeconds });
@@ -150,7 +142,6 @@ export function workerOptionsFromEnv(env: WorkerEnv, log: Logger = consoleLogger
     provider: env.provider,
     reconcileCron: env.reconcileCron,
     reconcile: { settleAfterSeconds: env.reconcileSettleAfterSeconds },
-    testHooks: env.testHooks,
     log,
   };
 }
@@ -166,7 +157,6 @@ export {
 export { DEFAULT_CLEANUP_CRON } from './jobs/cleanup.ts';
 export {
   CARRIER,
-  type FulfilmentDelivery,
   type FulfilmentResult,
   type FulfilOptions,
   fulfilOrder,
@@ -190,4 +180,3 @@ export {
   shipStrandedPaidOrders,
 } from './jobs/stranded-paid.ts';
 export { consoleLogger, type Logger } from './log.ts';
-export { NO_TEST_HOOKS, type WorkerTestHooks } from './test-hooks.ts';

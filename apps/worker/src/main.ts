@@ -15,9 +15,6 @@ try {
   log.error(error.message);
   process.exit(1);
 }
-if (env.ignoredTestHooks.length > 0) {
-  log.info(`ignoring ${env.ignoredTestHooks.join(', ')}: NODE_ENV=production without WORKER_TEST_HOOKS=1`);
-}
 
 let worker: Awaited<ReturnType<typeof startWorker>>;
 try {

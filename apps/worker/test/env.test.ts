@@ -1,4 +1,4 @@
-/** src/env.ts: one parse of the environment, clear messages, and the gating of the test-only hooks. */
+/** src/env.ts: one parse of the environment, clear messages, and no test variable. */
 import { describe, expect, it } from 'vitest';
 import { parseWorkerEnv, WorkerEnvError } from '../src/env.ts';
 
@@ -26,8 +26,6 @@ describe('parseWorkerEnv', () => {
       provider: { baseUrl: 'http://127.0.0.1:4000', secretKey: 'sk_test_idem' },
       reconcileCron: '* * * * *',
       reconcileSettleAfterSeconds: 300,
-      testHooks: { pauseAfterShipmentMs: 0, pauseAfterReceiptMs: 0, disableDedupe: false },
-      ignoredTestHooks: [],
     });
   });
 
@@ -59,31 +57,17 @@ describe('parseWorkerEnv', () => {
     ).toThrow(/PGBOSS_SCHEMA: must be a plain Postgres identifier; IDEM_CLEANUP_BATCH: Too small/);
   });
 
-  describe('test hooks (test-only)', () => {
-    const hooks = {
-      DATABASE_URL: url,
+  it('knows no test variable: the former WORKER_TEST_* switches, set, change nothing (in production or not)', () => {
+    const former = {
+      WORKER_TEST_HOOKS: '1',
       WORKER_TEST_PAUSE_AFTER_SHIPMENT_MS: '3000',
+      WORKER_TEST_PAUSE_AFTER_RECEIPT_MS: '3000',
       WORKER_TEST_DISABLE_DEDUPE: '1',
     };
-    const on = { pauseAfterShipmentMs: 3000, pauseAfterReceiptMs: 0, disableDedupe: true };
-
-    it('ignored without WORKER_TEST_HOOKS=1, even outside production (and reported as ignored)…', () => {
-      const env = parseWorkerEnv({ ...hooks, NODE_ENV: 'test' });
-      expect(env.testHooks).toEqual({
-        pauseAfterShipmentMs: 0,
-        pauseAfterReceiptMs: 0,
-        disableDedupe: false,
-      });
-      expect(env.ignoredTestHooks).toEqual([
-        'WORKER_TEST_PAUSE_AFTER_SHIPMENT_MS',
-        'WORKER_TEST_DISABLE_DEDUPE',
-      ]);
-    });
-
-    it('…honoured with WORKER_TEST_HOOKS=1', () => {
-      const production = { NODE_ENV: 'production', PROVIDER_SECRET_KEY: 'sk_live_private' };
-      expect(parseWorkerEnv({ ...hooks, ...production, WORKER_TEST_HOOKS: '1' }).testHooks).toEqual(on);
-    });
+    const production = { DATABASE_URL: url, NODE_ENV: 'production', PROVIDER_SECRET_KEY: 'sk_live_private' };
+    for (const base of [{ DATABASE_URL: url }, production]) {
+      expect(parseWorkerEnv({ ...base, ...former })).toEqual(parseWorkerEnv(base));
+    }
   });
 
   it('refuses the public demo provider key (or none) in production', () => {

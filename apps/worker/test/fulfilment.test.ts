@@ -3,10 +3,11 @@
  * worker: one shipment, one receipt, status shipped, however many deliveries; nothing for an unpaid order.
  */
 import { randomUUID } from 'node:crypto';
-import { type Database, OrderStatus } from '@idem/db';
+import { createPrismaClient, type Database, OrderStatus } from '@idem/db';
 import { enqueueFulfilment, type PgBoss, Queue, startJobQueue } from '@idem/jobs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CARRIER, fulfilOrder, type RunningWorker, startWorker } from '../src/index.ts';
+import { installFaultTriggers } from './fault-triggers.ts';
 import {
   collectingLogger,
   createOrder,
@@ -101,16 +102,25 @@ describe('fulfilOrder (the handler, called directly)', () => {
     expect(effects.receipts).toHaveLength(1);
   });
 
-  it('CONTROL (test hook disableDedupe): a redelivery writes a second receipt under a per-delivery kind', async () => {
-    const order = await createOrder(db, 'paid');
-    const testHooks = { pauseAfterShipmentMs: 0, pauseAfterReceiptMs: 0, disableDedupe: true };
-    const jobId = randomUUID();
-    await fulfilOrder(db, order.id, { log, testHooks, delivery: { jobId, retryCount: 0 } });
-    await fulfilOrder(db, order.id, { log, testHooks, delivery: { jobId, retryCount: 1 } });
+  it('CONTROL (a receipt kind per transaction, from the database): a redelivery writes a second receipt', async () => {
+    const faults = await installFaultTriggers(db);
+    const session = await faults.session(databaseUrl, { receiptKindPerDelivery: true });
+    const control = createPrismaClient({ connectionString: session.url, max: 1 });
+    try {
+      const order = await createOrder(db, 'paid');
+      await fulfilOrder(control, order.id, { log });
+      await fulfilOrder(control, order.id, { log });
 
-    const effects = await effectsOf(db, order.id);
-    expect(effects.shipments).toBe(1); // the shipment's unique order_id is untouched by the switch
-    expect(effects.receipts.map((r) => r.kind)).toEqual([`receipt:${jobId}:0`, `receipt:${jobId}:1`]);
+      const effects = await effectsOf(db, order.id);
+      expect(effects.shipments).toBe(1); // the shipment's unique order_id is untouched by the trigger
+      const kinds = effects.receipts.map((r) => r.kind);
+      expect(kinds).toHaveLength(2);
+      expect(new Set(kinds).size).toBe(2);
+      for (const kind of kinds) expect(kind).toMatch(/^receipt:tx\d+$/);
+    } finally {
+      await control.$disconnect();
+      await faults.drop();
+    }
   });
 });
 

@@ -1,16 +1,23 @@
 /**
- * SIGKILL mid-job, with the real worker process (`node --import tsx apps/worker/src/main.ts`):
- *   1. worker A starts with a test pause at the kill point; a job is enqueued for a paid order;
- *   2. as soon as the kill point is reached (the shipment row, or the receipt row, exists) A gets SIGKILL;
- *   3. worker B starts (no pause); pg-boss's maintenance in B expires A's job (FULFILMENT_EXPIRE_SECONDS=2)
- *      and B gets it again: the redelivery;
- *   4. exactly one shipment and one receipt, status shipped — and, in the CONTROL with
- *      WORKER_TEST_DISABLE_DEDUPE=1, the duplicate receipt the unique (order_id, kind) otherwise absorbs.
+ * SIGKILL mid-job, with the real worker process (`node --import tsx apps/worker/src/main.ts`), which has no test
+ * switch: the faults come from the database (fault-triggers.ts), for the sessions of one worker, named by the
+ * application_name in the connection URL the test gives it.
+ *   1. worker A starts; the database will park it at the kill point — its receipt insert (the shipment has
+ *      committed, the receipt has not) or pg-boss's completion of its job (the receipt has committed, the job is
+ *      not acknowledged); a job is enqueued for a paid order;
+ *   2. once the step before has committed and A's session sleeps at the kill point, A gets SIGKILL, and the test
+ *      ends A's sleeping backend (a killed client leaves it behind);
+ *   3. worker B starts (no pause); pg-boss's monitor in B expires A's job (FULFILMENT_EXPIRE_SECONDS=2) and B gets
+ *      it again: the redelivery;
+ *   4. exactly one shipment and one receipt, status shipped — and, in the CONTROL, where the database writes each
+ *      delivery's receipt under a kind of its own (for A's and B's sessions), the duplicate receipt the unique
+ *      (order_id, kind) otherwise absorbs.
  * Each run has its own pg-boss schema, so the four runs go in parallel without taking each other's jobs.
  */
 import type { Database } from '@idem/db';
 import { enqueueFulfilment, startJobQueue } from '@idem/jobs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FaultTriggers, installFaultTriggers } from './fault-triggers.ts';
 import {
   createOrder,
   createTestDb,
@@ -26,23 +33,23 @@ import {
 } from './helpers.ts';
 
 const EXPIRE_SECONDS = 2;
-/**
- * Worker A's pause at the kill point: longer than any run, so A is still in it when the test kills it, however
- * late the test sees the row (a pause of 3 s, as before, could end first on a loaded machine, and A would go on to
- * the next step). pg-boss fails the overrunning job after EXPIRE_SECONDS, and A fetches nothing (no retry of it
- * beside the paused handler) until that handler returns, which it never does.
- */
-const PAUSE_MS = 600_000;
 
 let db: Database;
+/**
+ * Installed once, before any worker starts: creating a trigger on outbox_emails waits for the inserts in flight,
+ * and a worker parked in its receipt insert is one until the test ends it.
+ */
+let faults: FaultTriggers;
 const spawned: WorkerProcess[] = [];
 const schemas: string[] = [];
 
-beforeAll(() => {
+beforeAll(async () => {
   db = createTestDb();
+  faults = await installFaultTriggers(db);
 });
 afterAll(async () => {
   await Promise.all(spawned.map(killHard));
+  await faults?.drop();
   for (const schema of schemas) await dropSchema(db, schema);
   await db.$disconnect();
 });
@@ -58,24 +65,28 @@ async function sigkillRun({ killAfter, dedupe }: Run) {
   schemas.push(schema);
   const order = await createOrder(db, 'paid');
   const env = {
-    DATABASE_URL: databaseUrl,
     PGBOSS_SCHEMA: schema,
-    WORKER_TEST_HOOKS: '1',
     FULFILMENT_EXPIRE_SECONDS: String(EXPIRE_SECONDS),
     FULFILMENT_RETRY_DELAY_SECONDS: '1',
     WORKER_MAINTENANCE_INTERVAL_SECONDS: '1',
     WORKER_POLLING_INTERVAL_SECONDS: '0.5',
     WORKER_FULFILMENT_CONCURRENCY: '1',
     IDEM_CLEANUP_CRON: 'off',
-    WORKER_TEST_DISABLE_DEDUPE: dedupe ? '0' : '1',
   };
-  const pauseVar =
-    killAfter === 'shipment' ? 'WORKER_TEST_PAUSE_AFTER_SHIPMENT_MS' : 'WORKER_TEST_PAUSE_AFTER_RECEIPT_MS';
+  const perDeliveryKind = { receiptKindPerDelivery: !dedupe, jobSchema: schema };
+  const sessionA = await faults.session(databaseUrl, {
+    ...perDeliveryKind,
+    pauseBeforeReceipt: killAfter === 'shipment',
+    pauseBeforeAck: killAfter === 'receipt',
+  });
+  // B is the plain worker in the protected runs; in the controls its receipts get a kind per delivery too.
+  const urlB = dedupe ? databaseUrl : (await faults.session(databaseUrl, perDeliveryKind)).url;
 
   // 1. Worker A, which will die mid-job.
-  const a = spawnWorker({ ...env, [pauseVar]: String(PAUSE_MS) });
+  const a = spawnWorker({ ...env, DATABASE_URL: sessionA.url });
   spawned.push(a);
   await a.ready;
+  await faults.watchJobs(schema);
   const sender = await startJobQueue(databaseUrl, { role: 'sender', schema });
   try {
     await enqueueFulfilment(sender, order.id);
@@ -83,19 +94,24 @@ async function sigkillRun({ killAfter, dedupe }: Run) {
     await sender.stop({ graceful: false });
   }
 
-  // 2. The kill point: the step before the pause has committed.
+  // 2. The kill point: the step before has committed, and A's session sleeps in the next one.
   await waitFor(`the ${killAfter} row`, async () => {
     const effects = await effectsOf(db, order.id);
     return killAfter === 'shipment' ? effects.shipments > 0 : effects.receipts.length > 0;
+  });
+  const parkedAtKill = await waitFor('worker A parked at the kill point', async () => {
+    const parked = await faults.parked(sessionA.applicationName);
+    return parked > 0 && parked;
   });
   const killedAt = Date.now();
   await killHard(a);
   const atKill = await effectsOf(db, order.id);
   const [jobAtKill] = await jobsOf(db, schema, order.id);
+  const endedBackends = await faults.terminate(sessionA.applicationName);
 
   // 3. Worker B: no pause.
   const startedB = Date.now();
-  const b = spawnWorker(env);
+  const b = spawnWorker({ ...env, DATABASE_URL: urlB });
   spawned.push(b);
   await b.ready;
   const readyB = Date.now();
@@ -117,6 +133,8 @@ async function sigkillRun({ killAfter, dedupe }: Run) {
   const completedAfterMs = (job.completed_on?.getTime() ?? Number.NaN) - killedAt;
   return {
     orderId: order.id,
+    parkedAtKill,
+    endedBackends,
     atKill,
     jobAtKill,
     job,
@@ -146,6 +164,8 @@ describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process'
 
     // At the kill: shipped, no receipt yet, the job not acknowledged: still `active`, or already `retry` when
     // pg-boss' maintenance (every 1 s here) expired it during the pause on a loaded machine — seen in CI.
+    expect(result.parkedAtKill).toBe(1);
+    expect(result.endedBackends).toBeGreaterThanOrEqual(1);
     expect(result.atKill).toMatchObject({ status: 'shipped', shipments: 1, receipts: [] });
     expect(['active', 'retry']).toContain(result.jobAtKill?.state);
     expect(result.jobAtKill).toMatchObject({ retry_count: 0 });
@@ -170,8 +190,13 @@ describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process'
     const result = await sigkillRun({ killAfter: 'receipt', dedupe: true, expectReceipts: 1 });
     report('kill after receipt, dedupe on', result);
 
+    expect(result.parkedAtKill).toBe(1);
+    expect(result.endedBackends).toBeGreaterThanOrEqual(1);
     expect(result.atKill).toMatchObject({ status: 'shipped', shipments: 1 });
     expect(result.atKill.receipts).toHaveLength(1);
+    // Not acknowledged: A's completing UPDATE sleeps, uncommitted, holding the job row's lock (no monitor can
+    // expire the job under it), so the job is still A's first delivery.
+    expect(result.jobAtKill).toMatchObject({ state: 'active', retry_count: 0 });
     // Redelivered at least once (more on a loaded machine, where the 2 s test expiry can fire again).
     expect(result.job.retry_count).toBeGreaterThanOrEqual(1);
     expect(result.after).toMatchObject({ status: 'shipped', shipments: 1 });
@@ -184,7 +209,7 @@ describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process'
     });
   });
 
-  it('CONTROL, dedupe off (WORKER_TEST_DISABLE_DEDUPE=1), killed after the receipt → TWO receipts', async () => {
+  it('CONTROL, dedupe off (a receipt kind per delivery), killed after the receipt → TWO receipts', async () => {
     const result = await sigkillRun({ killAfter: 'receipt', dedupe: false, expectReceipts: 2 });
     report('CONTROL kill after receipt, dedupe OFF', result);
 
@@ -195,7 +220,7 @@ describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process'
     const kinds = result.after.receipts.map((r) => r.kind);
     expect(kinds.slice(0, 2)).toEqual([`receipt:${jobId}:0`, `receipt:${jobId}:1`]);
     expect(kinds).toHaveLength(result.job.retry_count + 1);
-    expect(result.linesB.some((line) => line.includes('TEST HOOKS ACTIVE'))).toBe(true);
+    expect(result.jobAtKill).toMatchObject({ state: 'active', retry_count: 0 });
   });
 
   it('CONTROL, dedupe off, killed after the shipment → one receipt: the first delivery died before writing any', async () => {

@@ -15,7 +15,6 @@
  * Two deliveries at once: the second UPDATE waits on the first's row lock, then finds `shipped` and updates
  * nothing; the second receipt insert waits on the first's unique-index entry, then does nothing.
  */
-import { randomUUID } from 'node:crypto';
 import { incrementCounterSql, WorkerCounter } from '@idem/contracts';
 import type { Database, OrderStatus } from '@idem/db';
 import {
@@ -26,20 +25,10 @@ import {
   Queue,
 } from '@idem/jobs';
 import { consoleLogger, type Logger } from '../log.ts';
-import { NO_TEST_HOOKS, type WorkerTestHooks } from '../test-hooks.ts';
 
 export const CARRIER = 'Idem Post';
 
-/** Which delivery of which job is running (pg-boss metadata); decides the receipt kind in the dedupe-off control. */
-export interface FulfilmentDelivery {
-  jobId: string;
-  /** 0 on the first delivery, +1 on every redelivery. */
-  retryCount: number;
-}
-
 export interface FulfilOptions {
-  delivery?: FulfilmentDelivery;
-  testHooks?: WorkerTestHooks;
   log?: Logger;
 }
 
@@ -58,7 +47,6 @@ export async function fulfilOrder(
   orderId: string,
   options: FulfilOptions = {},
 ): Promise<FulfilmentResult> {
-  const hooks = options.testHooks ?? NO_TEST_HOOKS;
   const log = options.log ?? consoleLogger;
   const done = (result: Omit<FulfilmentResult, 'orderId'>): FulfilmentResult => {
     log.info(`fulfilment ${orderId}: ${result.note}`);
@@ -93,22 +81,11 @@ export async function fulfilOrder(
     });
   }
 
-  if (hooks.pauseAfterShipmentMs > 0) {
-    log.info(`fulfilment ${orderId}: TEST pause ${hooks.pauseAfterShipmentMs} ms after shipment`);
-    await sleep(hooks.pauseAfterShipmentMs);
-  }
-
-  const kind = hooks.disableDedupe ? perDeliveryKind(options.delivery) : 'receipt';
-  const receiptCreated = await writeReceipt(db, orderId, kind, !shipmentCreated);
-
-  if (hooks.pauseAfterReceiptMs > 0) {
-    log.info(`fulfilment ${orderId}: TEST pause ${hooks.pauseAfterReceiptMs} ms after receipt`);
-    await sleep(hooks.pauseAfterReceiptMs);
-  }
+  const receiptCreated = await writeReceipt(db, orderId, !shipmentCreated);
 
   const parts = [
     shipmentCreated ? 'shipped' : 'already shipped',
-    receiptCreated ? `receipt written (${kind})` : 'receipt already in the outbox',
+    receiptCreated ? 'receipt written' : 'receipt already in the outbox',
   ];
   return done({ found, shipmentCreated, receiptCreated, note: parts.join('; ') });
 }
@@ -133,17 +110,12 @@ async function shipPaidOrder(db: Database, orderId: string): Promise<boolean> {
 }
 
 /**
- * tx 2 (one statement): the receipt, only for a shipped order, at most once per (order, kind). When the
- * receipt is already there and this delivery shipped nothing either (`nothingShippedHere`), the delivery was
- * a duplicate the unique keys absorbed: the same statement counts it in `operational_counters`
- * (job_duplicates_dropped), so the count commits if and only if the delivery's last step did.
+ * tx 2 (one statement): the receipt, only for a shipped order, at most once per order (kind `receipt`, unique
+ * (order_id, kind)). When the receipt is already there and this delivery shipped nothing either
+ * (`nothingShippedHere`), the delivery was a duplicate the unique keys absorbed: the same statement counts it in
+ * `operational_counters` (job_duplicates_dropped), so the count commits if and only if the delivery's last step did.
  */
-async function writeReceipt(
-  db: Database,
-  orderId: string,
-  kind: string,
-  nothingShippedHere: boolean,
-): Promise<boolean> {
+async function writeReceipt(db: Database, orderId: string, nothingShippedHere: boolean): Promise<boolean> {
   const order = await db.order.findUniqueOrThrow({
     where: { id: orderId },
     select: {
@@ -160,18 +132,17 @@ async function writeReceipt(
   const rows = await db.$queryRawUnsafe<Array<{ inserted: number }>>(
     `with receipt as (
        insert into outbox_emails (id, order_id, kind, recipient, subject, body)
-       select gen_random_uuid(), o.id, $2, o.email, $3, $4
+       select gen_random_uuid(), o.id, 'receipt', o.email, $2, $3
        from orders o where o.id = $1::uuid and o.status = 'shipped'
        on conflict (order_id, kind) do nothing
        returning 1
      ), duplicate as (
-       ${incrementCounterSql(`select $6, $7, 1, now()
-         where $5::boolean and not exists (select 1 from receipt)
+       ${incrementCounterSql(`select $5, $6, 1, now()
+         where $4::boolean and not exists (select 1 from receipt)
            and exists (select 1 from orders where id = $1::uuid and status = 'shipped')`)}
      )
      select count(*)::int as inserted from receipt`,
     orderId,
-    kind,
     subject,
     body,
     nothingShippedHere,
@@ -211,20 +182,10 @@ export function renderReceipt(orderId: string, order: ReceiptOrder): { subject: 
   };
 }
 
-/** TEST-ONLY (WORKER_TEST_DISABLE_DEDUPE): a kind unique to this delivery, so a redelivery writes a second receipt. */
-function perDeliveryKind(delivery: FulfilmentDelivery | undefined): string {
-  return delivery ? `receipt:${delivery.jobId}:${delivery.retryCount}` : `receipt:direct:${randomUUID()}`;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 export interface FulfilmentWorkerOptions {
   /** Parallel polling loops on this process. */
   concurrency: number;
   pollingIntervalSeconds: number;
-  testHooks: WorkerTestHooks;
   log: Logger;
 }
 
@@ -244,11 +205,7 @@ export async function workFulfilment(
     }
     const data: FulfilmentJob = parsed.data;
     try {
-      return await fulfilOrder(db, data.orderId, {
-        delivery: { jobId: job.id, retryCount: job.retryCount },
-        testHooks: options.testHooks,
-        log,
-      });
+      return await fulfilOrder(db, data.orderId, { log });
     } catch (error) {
       log.error(
         `fulfilment ${data.orderId} (job ${job.id}, attempt ${job.retryCount + 1} of ${job.retryLimit + 1}) failed; will retry`,
