@@ -34,6 +34,11 @@ export {
   RequestOutcome,
   type StoredResponse,
 } from './core/record.ts';
+export {
+  ENCRYPTED_BODY_PREFIX,
+  encryptStoredResponses,
+  type ResponseEncryptionOptions,
+} from './core/response-encryption.ts';
 export type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from './core/store.ts';
 export { canonicalWireForm, plainJsonWire, type WireTransformer } from './core/wire-form.ts';
 export {

@@ -95,6 +95,14 @@ export type HttpRoute<TRequest, TContext> = (
   runHandler: (idempotency: TContext) => Promise<HttpAnswer>,
 ) => Promise<HttpAnswer>;
 
+/** Headers that carry credentials: never stored, so never replayed. */
+export const NEVER_STORED_HEADERS: readonly string[] = [
+  'set-cookie',
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+];
+
 export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRequest, TTx>) {
   const onError = config.onError ?? ((error: unknown) => console.error(error));
   if (config.problemDocsUrl !== undefined && !isDocsUrl(config.problemDocsUrl))
@@ -106,10 +114,16 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
     const { procedure, replayedHeaders, maxBodyBytes = DEFAULT_MAX_BODY_BYTES, ...options } = routeOptions;
     if (!(maxBodyBytes >= 0))
       throw new TypeError(`maxBodyBytes must be a number of bytes (0 or more), not ${String(maxBodyBytes)}.`);
+    const replayed = (replayedHeaders ?? DEFAULT_REPLAYED_HEADERS).map((name) => name.toLowerCase());
+    const credentials = replayed.filter((name) => NEVER_STORED_HEADERS.includes(name));
+    if (credentials.length > 0)
+      throw new TypeError(
+        `replayedHeaders may not name ${credentials.join(', ')}: a replay would hand the first client's credentials to whoever sends its key.`,
+      );
     return {
       procedure,
       maxBodyBytes,
-      replayedHeaders: (replayedHeaders ?? DEFAULT_REPLAYED_HEADERS).map((name) => name.toLowerCase()),
+      replayedHeaders: replayed,
       options: resolveOptions(config.defaults, options),
     };
   }
