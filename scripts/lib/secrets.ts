@@ -17,6 +17,7 @@ export const STACK_SECRETS = {
   PROVIDER_SECRET_KEY: { file: 'provider-secret-key', prefix: 'sk_idem_' },
   PROVIDER_WEBHOOK_SECRET: { file: 'provider-webhook-secret', prefix: 'whsec_idem_' },
   METRICS_TOKEN: { file: 'metrics-token', prefix: 'idem_metrics_' },
+  IDEM_RESPONSE_SECRET: { file: 'response-secret', prefix: '' },
 } as const;
 
 export type StackSecretName = keyof typeof STACK_SECRETS;

@@ -21,7 +21,8 @@ import { nextStart, providerMain, startProductionServer } from './support/produc
 
 const DATABASE_URL = process.env.DATABASE_URL ?? '';
 const SESSION_SECRET = 'a-session-secret-of-at-least-32-characters';
-const productionEnv = { NODE_ENV: 'production', DATABASE_URL, SESSION_SECRET };
+const IDEM_RESPONSE_SECRET = 'a-response-secret-of-at-least-32-characters';
+const productionEnv = { NODE_ENV: 'production', DATABASE_URL, SESSION_SECRET, IDEM_RESPONSE_SECRET };
 const DEMO = { PROVIDER_SECRET_KEY: 'sk_test_idem', PROVIDER_WEBHOOK_SECRET: 'whsec_test_idem' };
 const strongProviderSecrets = {
   PROVIDER_SECRET_KEY: 'sk_'.padEnd(40, 'k'),
@@ -97,6 +98,17 @@ describe('the public demo secrets in production', () => {
         SESSION_SECRET: 'idem-dev-session-secret-not-for-production-0001',
       }),
     ).toThrow(/SESSION_SECRET is the public demo value/);
+    // So is the development key of the stored responses, and production has no default for it.
+    expect(() =>
+      parseServerEnv({
+        ...productionEnv,
+        ...strongProviderSecrets,
+        IDEM_RESPONSE_SECRET: 'idem-dev-response-secret-not-for-production-01',
+      }),
+    ).toThrow(/IDEM_RESPONSE_SECRET is the public demo value/);
+    expect(() =>
+      parseServerEnv({ ...productionEnv, ...strongProviderSecrets, IDEM_RESPONSE_SECRET: undefined }),
+    ).toThrow(/IDEM_RESPONSE_SECRET is required in production/);
     // Development and tests keep the defaults.
     expect(parseServerEnv({ DATABASE_URL }, { production: false }).PROVIDER_WEBHOOK_SECRET).toBe(
       'whsec_test_idem',

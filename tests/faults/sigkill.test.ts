@@ -19,6 +19,8 @@ import { randomUUID } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runCleanup } from '@idem/cleanup';
+import { encryptStoredResponses } from '@idem/idempotency';
+import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Cluster, type FaultEnv } from './harness/cluster.ts';
 import { checkInvariants, formatTable, type InvariantReport, type RunFigures } from './harness/invariants.ts';
@@ -104,6 +106,16 @@ async function sendIntoFault(index: number, key: string, intent: string): Promis
   expect(sent.status, `process #${index} should have died under the request (${sent.body})`).toBe(0);
   expect(await cluster.waitForExit(index)).toBe(true);
   return sent;
+}
+
+/** The key's stored response, decrypted as the web processes read it. */
+async function storedResponse(key: string) {
+  const store = encryptStoredResponses(createPrismaIdempotencyStore(cluster.db), {
+    secrets: [cluster.responseSecret],
+  });
+  const [row] = await cluster.db.$queryRaw<Array<{ scope: string; procedure: string }>>`
+    select scope, procedure from idempotency_keys where key = ${key}`;
+  return row ? ((await store.find({ ...row, key }))?.response ?? null) : null;
 }
 
 async function keyRow(key: string) {
@@ -376,8 +388,8 @@ describe('idempotency under SIGKILL, 3 processes, one database', () => {
       const zombieAnswer = await zombie;
       expect(zombieAnswer.status).toBe(409);
       expect(takeover).toMatchObject({ status: 200, replayed: false });
-      const stored = JSON.parse((await keyRow(key))?.response ?? '{}') as { body?: string };
-      expect(JSON.parse(takeover.body)).toEqual({ result: { data: JSON.parse(stored.body ?? 'null') } });
+      const stored = (await storedResponse(key))?.body;
+      expect(JSON.parse(takeover.body)).toEqual({ result: { data: JSON.parse(stored ?? 'null') } });
       const replay = await send({ baseUrl: cluster.node(2).url, node: 2, token: TOKEN, key, intent, input });
       expect(replay).toMatchObject({ status: 200, replayed: true, body: takeover.body });
       const checked = await report([zombieAnswer, takeover, replay], 'zombie, frozen owner (protected)');

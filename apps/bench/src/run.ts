@@ -697,6 +697,7 @@ async function main() {
     PROVIDER_SECRET_KEY: providerSecretKey,
     PROVIDER_WEBHOOK_SECRET: webhookSecret,
     SESSION_SECRET: randomBytes(32).toString('base64url'),
+    IDEM_RESPONSE_SECRET: randomBytes(32).toString('base64url'),
     // A benchmark places thousands of orders per principal: far past the production limit on new orders.
     IDEM_NEW_ORDERS_PER_PRINCIPAL: '100000000',
     IDEM_NEW_ORDERS_PER_CLIENT_ADDRESS: '100000000',

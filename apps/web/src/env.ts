@@ -9,6 +9,7 @@ export { EnvError };
 
 // Only for `pnpm dev` and tests: a production server refuses to start without a real secret.
 const DEV_SESSION_SECRET = 'idem-dev-session-secret-not-for-production-0001';
+const DEV_RESPONSE_SECRET = 'idem-dev-response-secret-not-for-production-01';
 /** The simulated provider's public test-mode values: the defaults outside production, refused in production. */
 const DEMO_PROVIDER_SECRET_KEY = 'sk_test_idem';
 const DEMO_PROVIDER_WEBHOOK_SECRET = 'whsec_test_idem';
@@ -61,6 +62,25 @@ function schemaFor(production: boolean) {
       SESSION_SECRET: production
         ? productionSecret('SESSION_SECRET', DEV_SESSION_SECRET)
         : z.string().min(MIN_SECRET_LENGTH).default(DEV_SESSION_SECRET),
+      /** Encrypts the stored responses in the key table (they hold customers' emails and orders). */
+      IDEM_RESPONSE_SECRET: production
+        ? productionSecret('IDEM_RESPONSE_SECRET', DEV_RESPONSE_SECRET)
+        : z.string().min(MIN_SECRET_LENGTH).default(DEV_RESPONSE_SECRET),
+      /** Earlier response secrets, comma-separated: still read until their rows expire (rotation). */
+      IDEM_RESPONSE_SECRETS_OLD: z
+        .string()
+        .default('')
+        .transform((list) =>
+          list
+            .split(',')
+            .map((secret) => secret.trim())
+            .filter(Boolean),
+        )
+        .pipe(
+          z.array(
+            z.string().min(MIN_SECRET_LENGTH, 'each old response secret must be at least 32 characters'),
+          ),
+        ),
       /**
        * The bearer token `GET /api/metrics` requires. Unset: open outside production, closed (403) in production.
        */
@@ -114,9 +134,12 @@ function schemaFor(production: boolean) {
         IDEM_PENDING_ORDERS_PER_PRINCIPAL,
         IDEM_NEW_ORDERS_WINDOW_SECONDS,
         IDEM_PROXY_HOPS,
+        IDEM_RESPONSE_SECRET,
+        IDEM_RESPONSE_SECRETS_OLD,
         ...rest
       }) => ({
         ...rest,
+        responseSecrets: [IDEM_RESPONSE_SECRET, ...IDEM_RESPONSE_SECRETS_OLD] as [string, ...string[]],
         newOrderLimit: {
           max: IDEM_NEW_ORDERS_PER_PRINCIPAL,
           maxPerClient: IDEM_NEW_ORDERS_PER_CLIENT_ADDRESS,

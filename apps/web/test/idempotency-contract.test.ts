@@ -12,7 +12,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createPrismaClient, generateApiToken, hashApiToken } from '@idem/db';
 import { seedDatabase } from '@idem/dev-db/seed';
 import { demoUsers } from '@idem/dev-db/seed-data';
-import { fingerprintRequest } from '@idem/idempotency';
+import { ENCRYPTED_BODY_PREFIX, encryptStoredResponses, fingerprintRequest } from '@idem/idempotency';
+import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
 import type { startProvider } from '@idem/provider';
 import superjson from 'superjson';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -241,10 +242,16 @@ describe('Idempotency-Key contract over real HTTP (POST /api/trpc/checkout.place
 
     const row = await keyRow(aliceScope, key);
     expect(row).toMatchObject({ state: 'completed', http_status: 200, replay_count: 0 });
-    // What is stored is exactly the `data` of the response that was sent.
-    expect((JSON.parse(row?.response ?? '{}') as { body: string }).body).toBe(
-      JSON.stringify(body.result.data),
-    );
+    // The row holds no plaintext of the answer (the customer's email, the order): it is encrypted at rest …
+    expect(row?.response).toContain(ENCRYPTED_BODY_PREFIX);
+    expect(row?.response).not.toContain('alice@example.com');
+    expect(row?.response).not.toContain(body.result.data.json.id);
+    // … and what it decrypts to is exactly the `data` of the response that was sent.
+    const { env } = await import('~/env');
+    const stored = await encryptStoredResponses(createPrismaIdempotencyStore(db), {
+      secrets: env.responseSecrets,
+    }).find({ scope: aliceScope, procedure: PROCEDURE, key });
+    expect(stored?.response).toMatchObject({ kind: 'output', body: JSON.stringify(body.result.data) });
     const charges = await chargesFor(body.result.data.json.id);
     expect(charges.map((charge) => charge.status)).toEqual(['succeeded']);
     expect(charges[0]?.id).toBe(body.result.data.json.payment?.providerChargeId);

@@ -63,6 +63,7 @@ export function productionSecrets(): Record<string, string> {
   const secret = (prefix: string) => `${prefix}${randomBytes(32).toString('base64url')}`;
   return {
     SESSION_SECRET: secret(''),
+    IDEM_RESPONSE_SECRET: secret(''),
     PROVIDER_SECRET_KEY: secret('sk_test_'),
     PROVIDER_WEBHOOK_SECRET: secret('whsec_test_'),
   };

@@ -51,6 +51,9 @@ export interface ClusterOptions {
 }
 
 export class Cluster {
+  /** Encrypts the stored responses of every web process (as IDEM_RESPONSE_SECRET does in production). */
+  readonly responseSecret = randomBytes(32).toString('base64url');
+
   readonly nodes: WebNode[] = [];
   #stopping = new Set<ChildProcess>();
 
@@ -152,6 +155,7 @@ export class Cluster {
         DATABASE_URL: this.databaseUrl,
         PROVIDER_URL: this.provider.url,
         SESSION_SECRET: this.sessionSecret,
+        IDEM_RESPONSE_SECRET: this.responseSecret,
         PORT: String(node.port),
         HOST: '127.0.0.1',
       },

@@ -3,10 +3,11 @@
  * results serialized with the router's own transformer (superjson) so replays are byte-identical.
  */
 import type { Database } from '@idem/db';
-import type { IdempotencyStore } from '@idem/idempotency';
+import { encryptStoredResponses, type IdempotencyStore } from '@idem/idempotency';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '@idem/idempotency/prisma';
 import { createIdempotency, unstableScope } from '@idem/idempotency/trpc';
 import superjson from 'superjson';
+import { env } from '~/env';
 import type { Principal } from './auth/principal.ts';
 import { SESSION_COOKIE } from './auth/session.ts';
 import { db, dbAdapter } from './db.ts';
@@ -36,7 +37,11 @@ export interface AppIdempotencyOptions {
 export function createAppIdempotency(options: AppIdempotencyOptions = {}) {
   return createIdempotency<AuthedContext, PrismaTransactionLike<Database>>({
     // External mode renews the owner's lease while the procedure runs: a slow but live request keeps its key.
-    store: options.store ?? createPrismaIdempotencyStore<Database>(db, { fastPath: dbAdapter }),
+    // Stored responses hold customers' emails and orders: encrypted at rest, whichever store is given.
+    store: encryptStoredResponses(
+      options.store ?? createPrismaIdempotencyStore<Database>(db, { fastPath: dbAdapter }),
+      { secrets: env.responseSecrets },
+    ),
     transformer: superjson,
     // A guest session minted for this very request is a new guest on every retry of a client that keeps no
     // cookies: the key could never deduplicate, so it is refused (400) before anything is claimed.
