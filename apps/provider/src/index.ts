@@ -7,6 +7,7 @@ import { DEFAULT_SECRET_KEY } from './env.ts';
 import { createRequestListener } from './http.ts';
 import { Knobs } from './knobs.ts';
 import { DEFAULT_WEBHOOK_SECRET } from './signature.ts';
+import { traced } from './tracing.ts';
 import { parseWebhookUrl, WebhookDispatcher } from './webhooks.ts';
 
 export type { ChargeObject } from './charges.ts';
@@ -91,7 +92,7 @@ export async function startProvider(options: ProviderOptions): Promise<RunningPr
       if (closing) res.setHeader('Connection', 'close');
       pending.add(res);
       res.on('close', () => pending.delete(res));
-      listener(req, res);
+      traced(req, res, listener);
     });
     await listen(server, options.port, host);
   } catch (err) {

@@ -57,6 +57,14 @@ function schemaFor(production: boolean) {
       PROVIDER_WEBHOOK_SECRET: production
         ? productionSecret('PROVIDER_WEBHOOK_SECRET', DEMO_PROVIDER_WEBHOOK_SECRET)
         : z.string().min(1).default(DEMO_PROVIDER_WEBHOOK_SECRET),
+      /**
+       * `1`: the idempotency layer's spans join the process's traces (`@idem/idempotency/otel`). Needs an
+       * OpenTelemetry SDK registered in the process to record anything; off by default.
+       */
+      IDEM_TRACING: z
+        .enum(['0', '1'])
+        .default('0')
+        .transform((value) => value === '1'),
       /** How often each server process adds its buffered outcome counts to `idempotency_stats` (the dashboard). */
       IDEM_STATS_FLUSH_SECONDS: z.coerce.number().positive().max(3600).default(5),
       SESSION_SECRET: production

@@ -10,4 +10,6 @@ export async function register() {
   await checkEnvironmentAtStartup();
   const { warmJobQueue } = await import('./server/jobs');
   warmJobQueue();
+  const { env } = await import('./env');
+  if (env.IDEM_TRACING) (await import('@idem/idempotency/otel')).traceIdempotency();
 }

@@ -159,6 +159,7 @@ export {
   CARRIER,
   type FulfilmentResult,
   type FulfilOptions,
+  fulfilmentJobHandler,
   fulfilOrder,
   renderReceipt,
 } from './jobs/fulfilment.ts';

@@ -4,11 +4,17 @@
  */
 
 import { Queue } from '@idem/contracts';
+import { context, propagation } from '@opentelemetry/api';
 import type { Db, PgBoss, Queue as QueueSettings } from 'pg-boss';
 import { z } from 'zod';
 import { describeZodError, intFromEnv } from './settings.ts';
 
-export const fulfilmentJobSchema = z.object({ orderId: z.uuid() });
+export const fulfilmentJobSchema = z.object({
+  orderId: z.uuid(),
+  /** The trace of the request that paid the order (W3C Trace Context), when one is being traced. */
+  traceparent: z.string().max(128).optional(),
+  tracestate: z.string().max(512).optional(),
+});
 export type FulfilmentJob = z.infer<typeof fulfilmentJobSchema>;
 
 export interface FulfilmentQueueSettings {
@@ -63,7 +69,10 @@ export function fulfilmentQueueOptions(settings: FulfilmentQueueSettings): Omit<
  * insert the job in the caller's transaction: it then exists if and only if that transaction commits.
  */
 export async function enqueueFulfilment(boss: PgBoss, orderId: string, db?: Db): Promise<string> {
-  const data: FulfilmentJob = fulfilmentJobSchema.parse({ orderId });
+  // The paying request's trace goes with the job, so the shipment shows in the purchase's trace.
+  const trace: Record<string, string> = {};
+  propagation.inject(context.active(), trace);
+  const data: FulfilmentJob = fulfilmentJobSchema.parse({ orderId, ...trace });
   let id: string | null;
   try {
     id = await boss.send(Queue.fulfilment, data, db ? { db } : {});

@@ -3,6 +3,7 @@
  * exists before the money moves, so a retried call can never charge twice; and the provider can be asked what
  * happened to an order (`listCharges`), which is the truth once its key has been forgotten.
  */
+import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { z } from 'zod';
 import { PaymentFailureCode } from './failure-codes.ts';
 
@@ -68,6 +69,8 @@ export interface RefundingPaymentProvider extends PaymentProvider {
  * Nothing was decided: the provider is unreachable, timed out, answered 5xx / 409 / 429, or refused our own
  * credentials. Retrying later (with the same key) is safe.
  */
+const tracer = trace.getTracer('@idem/payments');
+
 export class ProviderUnavailableError extends Error {
   override name = 'ProviderUnavailableError';
 }
@@ -81,18 +84,32 @@ export function createProviderClient(options: {
   const doFetch = options.fetch ?? fetch;
   const timeoutMs = options.timeoutMs ?? 10_000;
 
-  async function send(path: string, init: RequestInit): Promise<Response> {
-    try {
-      return await doFetch(new URL(path, options.baseUrl), {
-        ...init,
-        headers: { authorization: `Bearer ${options.secretKey}`, ...init.headers },
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-    } catch (error) {
-      throw new ProviderUnavailableError(
-        `Payment provider unreachable: ${error instanceof Error ? error.message : String(error)}`,
-      );
-    }
+  /**
+   * One call, as a client span of the active trace whose context travels in the request's `traceparent` (W3C
+   * Trace Context): with no OpenTelemetry SDK registered, the span is a no-op and no header is added.
+   */
+  function send(path: string, init: RequestInit): Promise<Response> {
+    const name = `provider ${init.method ?? 'GET'} ${path.split('?')[0]}`;
+    return tracer.startActiveSpan(name, { kind: SpanKind.CLIENT }, async (span) => {
+      const traceHeaders: Record<string, string> = {};
+      propagation.inject(context.active(), traceHeaders);
+      try {
+        const response = await doFetch(new URL(path, options.baseUrl), {
+          ...init,
+          headers: { authorization: `Bearer ${options.secretKey}`, ...traceHeaders, ...init.headers },
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+        span.setAttribute('http.response.status_code', response.status);
+        return response;
+      } catch (error) {
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw new ProviderUnavailableError(
+          `Payment provider unreachable: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      } finally {
+        span.end();
+      }
+    });
   }
 
   return {

@@ -24,7 +24,10 @@ import {
   type PgBoss,
   Queue,
 } from '@idem/jobs';
+import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { consoleLogger, type Logger } from '../log.ts';
+
+const tracer = trace.getTracer('@idem/worker');
 
 export const CARRIER = 'Idem Post';
 
@@ -182,6 +185,39 @@ export function renderReceipt(orderId: string, order: ReceiptOrder): { subject: 
   };
 }
 
+/**
+ * One delivery of a fulfilment job, as a consumer span that continues the trace of the request that paid the
+ * order (the job's `traceparent`); no-op without an OpenTelemetry SDK. A handler error fails the job, so pg-boss
+ * retries it with backoff.
+ */
+export function fulfilmentJobHandler(db: Database, log: Logger) {
+  return async (job: JobWithMetadata<unknown>) => {
+    const parsed = fulfilmentJobSchema.safeParse(job.data);
+    if (!parsed.success) {
+      // Retrying cannot fix a malformed payload: complete the job, say so loudly.
+      log.error(`fulfilment job ${job.id}: invalid payload ${JSON.stringify(job.data)}; dropped`);
+      return { dropped: 'invalid payload' };
+    }
+    const data: FulfilmentJob = parsed.data;
+    const paying = propagation.extract(context.active(), data);
+    return tracer.startActiveSpan('fulfilment', { kind: SpanKind.CONSUMER }, paying, async (span) => {
+      span.setAttribute('messaging.message.id', job.id);
+      try {
+        return await fulfilOrder(db, data.orderId, { log });
+      } catch (error) {
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        log.error(
+          `fulfilment ${data.orderId} (job ${job.id}, attempt ${job.retryCount + 1} of ${job.retryLimit + 1}) failed; will retry`,
+          error,
+        );
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
+  };
+}
+
 export interface FulfilmentWorkerOptions {
   /** Parallel polling loops on this process. */
   concurrency: number;
@@ -196,24 +232,7 @@ export async function workFulfilment(
   options: FulfilmentWorkerOptions,
 ): Promise<void> {
   const { log } = options;
-  const handle = async (job: JobWithMetadata<unknown>) => {
-    const parsed = fulfilmentJobSchema.safeParse(job.data);
-    if (!parsed.success) {
-      // Retrying cannot fix a malformed payload: complete the job, say so loudly.
-      log.error(`fulfilment job ${job.id}: invalid payload ${JSON.stringify(job.data)}; dropped`);
-      return { dropped: 'invalid payload' };
-    }
-    const data: FulfilmentJob = parsed.data;
-    try {
-      return await fulfilOrder(db, data.orderId, { log });
-    } catch (error) {
-      log.error(
-        `fulfilment ${data.orderId} (job ${job.id}, attempt ${job.retryCount + 1} of ${job.retryLimit + 1}) failed; will retry`,
-        error,
-      );
-      throw error;
-    }
-  };
+  const handle = fulfilmentJobHandler(db, log);
   for (let i = 0; i < options.concurrency; i += 1) {
     await boss.work(
       Queue.fulfilment,

@@ -9,7 +9,7 @@
  * span, which is what the diagnostics channel can offer without wrapping the procedure.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { channel, tracingChannel } from 'node:diagnostics_channel';
+import { type Channel, channel } from 'node:diagnostics_channel';
 import { context, type Span, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import {
   IDEMPOTENCY_REQUEST_CHANNEL,
@@ -41,12 +41,16 @@ export const IdempotencySpanAttribute = {
  */
 export function traceIdempotency(options: IdempotencyTracingOptions = {}): () => void {
   const tracer = options.tracer ?? trace.getTracer('@idem/idempotency');
-  const requests = tracingChannel<object, IdempotencyRequestTrace>(IDEMPOTENCY_REQUEST_CHANNEL);
-  const spans = new WeakMap<IdempotencyRequestTrace, Span>();
+  // The TracingChannel's own sub-channels, by name: their typings differ between @types/node majors.
+  const [start, asyncEnd, error] = ['start', 'asyncEnd', 'error'].map((event) =>
+    channel(`tracing:${IDEMPOTENCY_REQUEST_CHANNEL}:${event}`),
+  ) as [Channel, Channel, Channel];
+  const spans = new WeakMap<object, Span>();
   /** The span of the request whose code is running: the steps' messages carry no reference to it. */
   const current = new AsyncLocalStorage<Span>();
 
-  requests.start.bindStore(current, (request) => {
+  start.bindStore(current, (message) => {
+    const request = message as IdempotencyRequestTrace;
     const span = tracer.startSpan(
       `idempotency ${request.procedure}`,
       {
@@ -60,29 +64,27 @@ export function traceIdempotency(options: IdempotencyTracingOptions = {}): () =>
     spans.set(request, span);
     return span;
   });
-  const handlers = {
-    start() {},
-    end() {},
-    asyncStart() {},
-    asyncEnd(request: IdempotencyRequestTrace) {
-      const span = spans.get(request);
-      if (!span) return;
-      if (request.keyHash) span.setAttribute(IdempotencySpanAttribute.keyHash, request.keyHash);
-      if (request.outcome) {
-        span.setAttribute(IdempotencySpanAttribute.outcome, request.outcome);
-        span.setAttribute(IdempotencySpanAttribute.replayed, request.outcome === RequestOutcome.replayed);
-      }
-      span.end();
-    },
-    error(request: IdempotencyRequestTrace & { error?: unknown }) {
-      const span = spans.get(request);
-      // The layer's own refusals (400, 409, 422, 429) are answers, not failures of the server.
-      if (!span || request.error instanceof IdempotencyError) return;
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      if (request.error instanceof Error) span.recordException(request.error);
-    },
+  const onEnd = (message: unknown) => {
+    const request = message as IdempotencyRequestTrace;
+    const span = spans.get(request);
+    if (!span) return;
+    if (request.keyHash) span.setAttribute(IdempotencySpanAttribute.keyHash, request.keyHash);
+    if (request.outcome) {
+      span.setAttribute(IdempotencySpanAttribute.outcome, request.outcome);
+      span.setAttribute(IdempotencySpanAttribute.replayed, request.outcome === RequestOutcome.replayed);
+    }
+    span.end();
   };
-  requests.subscribe(handlers);
+  const onError = (message: unknown) => {
+    const { error: thrown } = message as { error?: unknown };
+    const span = spans.get(message as object);
+    // The layer's own refusals (400, 409, 422, 429) are answers, not failures of the server.
+    if (!span || thrown instanceof IdempotencyError) return;
+    span.setStatus({ code: SpanStatusCode.ERROR });
+    if (thrown instanceof Error) span.recordException(thrown);
+  };
+  asyncEnd.subscribe(onEnd);
+  error.subscribe(onError);
 
   const onStep = (message: unknown) => {
     const step = message as IdempotencyStepMessage;
@@ -94,8 +96,9 @@ export function traceIdempotency(options: IdempotencyTracingOptions = {}): () =>
   for (const step of steps) step.subscribe(onStep);
 
   return () => {
-    requests.unsubscribe(handlers);
-    requests.start.unbindStore(current);
+    asyncEnd.unsubscribe(onEnd);
+    error.unsubscribe(onError);
+    start.unbindStore(current);
     for (const step of steps) step.unsubscribe(onStep);
   };
 }

@@ -5,6 +5,7 @@ import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import { limitBody } from '~/server/http/limit-body';
 import { type AppIdempotency, idempotency as appIdempotency } from '~/server/idempotency';
 import { errorIdOf, logger } from '~/server/observability/log';
+import { traceRequest } from '~/server/observability/tracing';
 import { type Context, createTRPCContext } from '~/server/trpc';
 
 /** A router built on the app's tRPC instance: its context is the app's (and its error formatter too). */
@@ -28,7 +29,9 @@ export function createTrpcHandler<TRouter extends AppContextRouter>(
   // TRouter's context IS Context (the constraint above); TypeScript cannot resolve that for a generic.
   const createContext = (options: Parameters<typeof createTRPCContext>[0]) =>
     createTRPCContext(options) as Promise<inferRouterContext<TRouter>>;
-  return function handler(incoming: Request) {
+  return (incoming: Request) => traceRequest(incoming, () => handler(incoming));
+
+  function handler(incoming: Request) {
     // Past the cap, tRPC's own PAYLOAD_TOO_LARGE: a 413 in its error shape, as its Node adapter's maxBodySize.
     const req = limitBody(
       incoming,
@@ -64,5 +67,5 @@ export function createTrpcHandler<TRouter extends AppContextRouter>(
         );
       },
     });
-  };
+  }
 }
