@@ -4,6 +4,7 @@
  */
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from './generated/prisma/client.ts';
+import { serialTransactions } from './serial-transactions.ts';
 
 export * from './generated/prisma/client.ts';
 
@@ -31,14 +32,16 @@ export function pgAdapter({
   statementName,
   queryTimeoutMs,
 }: DatabaseOptions): PrismaPg {
-  return new PrismaPg(
-    { connectionString, max, ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }) },
-    {
-      // A dropped connection (Postgres restart, network cut) must surface as a failed query,
-      // never as an unhandled 'error' event that kills the process.
-      onPoolError: (error) => console.error('[db] pool error:', error.message),
-      ...(statementName ? { statementNameGenerator: (query) => statementName(query.sql) } : {}),
-    },
+  return serialTransactions(
+    new PrismaPg(
+      { connectionString, max, ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }) },
+      {
+        // A dropped connection (Postgres restart, network cut) must surface as a failed query,
+        // never as an unhandled 'error' event that kills the process.
+        onPoolError: (error) => console.error('[db] pool error:', error.message),
+        ...(statementName ? { statementNameGenerator: (query) => statementName(query.sql) } : {}),
+      },
+    ),
   );
 }
 

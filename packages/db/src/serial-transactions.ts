@@ -1,0 +1,56 @@
+/**
+ * Prisma 7's query interpreter sends the independent reads of one operation (an `include`'s relations) at the
+ * same time; inside an interactive transaction they all go to the transaction's one pg client, which queues
+ * them — the queue node-postgres deprecates ("Calling client.query() when the client is already executing a
+ * query", removed in pg@9). This wrapper sends a transaction's statements one after another instead, so nothing
+ * here relies on that queue. Outside a transaction each statement has a pooled connection of its own.
+ */
+import type { PrismaPg } from '@prisma/adapter-pg';
+
+type Adapter = Awaited<ReturnType<PrismaPg['connect']>>;
+type Transaction = Awaited<ReturnType<Adapter['startTransaction']>>;
+
+const SENDS_STATEMENT = new Set<PropertyKey>(['queryRaw', 'executeRaw', 'commit', 'rollback']);
+
+function inOrder(transaction: Transaction): Transaction {
+  let last: Promise<unknown> = Promise.resolve();
+  return new Proxy(transaction, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property);
+      if (typeof value !== 'function') return value;
+      if (!SENDS_STATEMENT.has(property)) return (...args: unknown[]) => Reflect.apply(value, target, args);
+      return (...args: unknown[]) => {
+        const send = () => Reflect.apply(value, target, args) as Promise<unknown>;
+        const sent = last.then(send, send);
+        last = sent.catch(() => {});
+        return sent;
+      };
+    },
+  });
+}
+
+/** `factory`, whose interactive transactions send their statements one at a time. */
+export function serialTransactions(factory: PrismaPg): PrismaPg {
+  return new Proxy(factory, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property);
+      if (property !== 'connect' || typeof value !== 'function') return value;
+      return async () => {
+        const adapter = (await Reflect.apply(value, target, [])) as Adapter;
+        return new Proxy(adapter, {
+          get(inner, name) {
+            const member: unknown = Reflect.get(inner, name);
+            if (typeof member !== 'function') return member;
+            if (name !== 'startTransaction')
+              return (...args: unknown[]) => Reflect.apply(member, inner, args);
+            // Called with the `this` it is given: a wrapper around this one (the idempotency fast path) may
+            // start the transaction on an adapter of its own making.
+            return async function startTransaction(this: unknown, ...args: unknown[]) {
+              return inOrder((await Reflect.apply(member, this ?? inner, args)) as Transaction);
+            };
+          },
+        });
+      };
+    },
+  });
+}
