@@ -100,6 +100,8 @@ CREATE TABLE IF NOT EXISTS provider.events (
 );
 
 CREATE INDEX IF NOT EXISTS events_charge_id_idx ON provider.events (charge_id, seq);
+-- The trace of the request that caused the event (W3C traceparent), sent with its webhook; not signed data.
+ALTER TABLE provider.events ADD COLUMN IF NOT EXISTS traceparent text;
 
 -- The webhook outbox: one row per event that had an endpoint when it was recorded (same transaction).
 -- A row is claimed by pushing next_attempt_at forward (a lease) with FOR UPDATE SKIP LOCKED, so concurrent

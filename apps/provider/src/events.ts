@@ -3,6 +3,7 @@
  * write it describes, together with its webhook outbox row. So an event exists if and only if its charge/refund
  * committed, and a committed event is never lost for delivery (the outbox row commits with it).
  */
+import { context, propagation } from '@opentelemetry/api';
 import type { ChargeObject } from './charges.ts';
 import type { Queryable } from './db.ts';
 import { newId } from './ids.ts';
@@ -27,7 +28,7 @@ export interface Outbox {
 // Postgres keeps the exact text: the bytes delivered and signed are the bytes serialized here.
 const RECORD_SQL = `
 WITH event AS (
-  INSERT INTO provider.events (id, type, charge_id, payload) VALUES ($1, $2, $3, $4::json)
+  INSERT INTO provider.events (id, type, charge_id, payload, traceparent) VALUES ($1, $2, $3, $4::json, $6)
   RETURNING id, seq
 )
 INSERT INTO provider.webhook_deliveries (event_id, event_seq, url)
@@ -43,7 +44,17 @@ export async function recordChargeEvent(
 ): Promise<EventObject> {
   // Explicit key order, as Stripe sends it.
   const event: EventObject = { id: newId('evt'), object: 'event', type, created, data: { object: charge } };
-  await db.query(RECORD_SQL, [event.id, type, charge.id, JSON.stringify(event), outbox.webhookUrl ?? null]);
+  // The trace of the API request that caused the event, so its webhook continues that trace.
+  const trace: { traceparent?: string } = {};
+  propagation.inject(context.active(), trace);
+  await db.query(RECORD_SQL, [
+    event.id,
+    type,
+    charge.id,
+    JSON.stringify(event),
+    outbox.webhookUrl ?? null,
+    trace.traceparent ?? null,
+  ]);
   return event;
 }
 

@@ -59,6 +59,7 @@ interface ClaimedRow {
   type: EventType;
   attempts: number;
   payload: string;
+  traceparent: string | null;
 }
 
 const CLAIM_SQL = `
@@ -73,7 +74,7 @@ UPDATE provider.webhook_deliveries d
    SET attempts = d.attempts + 1, next_attempt_at = now() + make_interval(secs => $3)
   FROM due, provider.events e
  WHERE d.event_id = due.event_id AND e.id = d.event_id
-RETURNING d.event_id, d.event_seq, e.type, d.attempts, e.payload::text AS payload`;
+RETURNING d.event_id, d.event_seq, e.type, d.attempts, e.payload::text AS payload, e.traceparent`;
 
 // A claim that will not be used (hold switched on meanwhile, or shutting down mid-flush): undo it.
 const UNCLAIM_SQL = `
@@ -200,6 +201,7 @@ export class WebhookDispatcher {
         'Content-Type': 'application/json',
         'User-Agent': 'idem-provider-webhooks/1',
         [SIGNATURE_HEADER]: signWebhookPayload(this.#config.secret, row.payload),
+        ...(row.traceparent ? { traceparent: row.traceparent } : {}),
       };
       const copies = 1 + (this.#knobs?.webhookDuplicates ?? 0);
       // Extra copies are the same bytes and the same signature, sent concurrently; only the first one's answer

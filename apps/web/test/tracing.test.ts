@@ -1,7 +1,8 @@
 /**
  * One purchase is one trace (issue 31): the browser's `traceparent` → the checkout's API span → the idempotency
  * span → the provider call → the provider's own span → the fulfilment job, whose payload carries the trace to
- * the worker. All in one process here (the route, the provider and the job handler), with an in-memory exporter,
+ * the worker, and the provider's webhook carries it back to the app. All in one process here (the routes, the
+ * provider and the job handler), with an in-memory exporter,
  * so the links are exact. A replay is one short idempotency span marked replayed, with no provider call under it.
  */
 import { randomUUID } from 'node:crypto';
@@ -40,7 +41,7 @@ beforeAll(async () => {
   await db.product.create({
     data: { sku: SKU, name: 'Traced item', description: 'test', priceCents: 900, stock: 100 },
   });
-  servers = await startCheckoutServers(process.env.DATABASE_URL ?? '');
+  servers = await startCheckoutServers(process.env.DATABASE_URL ?? '', { webhooks: true });
 });
 
 afterAll(async () => {
@@ -93,6 +94,10 @@ describe('tracing', () => {
       delivery as Parameters<ReturnType<typeof fulfilmentJobHandler>>[0],
     );
 
+    // The provider's charge.succeeded webhook comes back with the purchase's trace.
+    await expect
+      .poll(() => exporter.getFinishedSpans().some((span) => span.name === 'POST /api/webhooks/provider'))
+      .toBe(true);
     const spans = exporter.getFinishedSpans();
     const named = (name: string) => spans.find((span) => span.name === name);
     const api = named('POST /api/trpc/checkout.placeOrder');
@@ -111,6 +116,8 @@ describe('tracing', () => {
     const [client, server] = [calls.find((span) => span.kind === 2), calls.find((span) => span.kind === 1)];
     expect(parentOf(server as ReadableSpan)).toBe(client?.spanContext().spanId);
     expect(fulfilment?.kind).toBe(4);
+    // The webhook's span continues the provider's span that recorded the event.
+    expect(parentOf(named('POST /api/webhooks/provider') as ReadableSpan)).toBe(server?.spanContext().spanId);
     expect(spans.some((span) => span.spanContext().spanId === parentOf(fulfilment as ReadableSpan))).toBe(
       true,
     );

@@ -18,8 +18,23 @@ export interface CheckoutServers {
   close(): Promise<void>;
 }
 
-export async function startCheckoutServers(databaseUrl: string): Promise<CheckoutServers> {
-  const provider = await startProvider({ databaseUrl, port: 0, testKnobs: true });
+export async function startCheckoutServers(
+  databaseUrl: string,
+  { webhooks = false }: { webhooks?: boolean } = {},
+): Promise<CheckoutServers> {
+  // With `webhooks`, the provider delivers its events to the app's webhook route (imported on first delivery,
+  // once the environment below is set).
+  const webhookServer = webhooks
+    ? await serveOnLoopback({
+        POST: async (request) => (await import('~/app/api/webhooks/provider/route')).POST(request),
+      })
+    : undefined;
+  const provider = await startProvider({
+    databaseUrl,
+    port: 0,
+    testKnobs: true,
+    ...(webhookServer ? { webhookUrl: `${webhookServer.url}/api/webhooks/provider` } : {}),
+  });
   // The app reads its environment once, at first import: point it at our provider before importing it.
   process.env.PROVIDER_URL = provider.url;
   const route = await import('~/app/api/trpc/[trpc]/route');
@@ -64,6 +79,7 @@ export async function startCheckoutServers(databaseUrl: string): Promise<Checkou
       await app.close();
       await control.close();
       await provider.close();
+      await webhookServer?.close();
       await appDb.db.$disconnect();
     },
   };
