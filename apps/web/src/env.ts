@@ -61,6 +61,11 @@ function schemaFor(production: boolean) {
        * `1`: the idempotency layer's spans join the process's traces (`@idem/idempotency/otel`). Needs an
        * OpenTelemetry SDK registered in the process to record anything; off by default.
        */
+      /** Where a trace is seen, `{traceId}` replaced (e.g. `https://jaeger.example/trace/{traceId}`): admin links. */
+      IDEM_TRACE_URL: z
+        .url({ protocol: /^https?$/ })
+        .refine((url) => url.includes('{traceId}'), 'IDEM_TRACE_URL must contain {traceId}')
+        .optional(),
       IDEM_TRACING: z
         .enum(['0', '1'])
         .default('0')
@@ -144,10 +149,12 @@ function schemaFor(production: boolean) {
         IDEM_PROXY_HOPS,
         IDEM_RESPONSE_SECRET,
         IDEM_RESPONSE_SECRETS_OLD,
+        IDEM_TRACE_URL,
         ...rest
       }) => ({
         ...rest,
         responseSecrets: [IDEM_RESPONSE_SECRET, ...IDEM_RESPONSE_SECRETS_OLD] as [string, ...string[]],
+        traceUrl: IDEM_TRACE_URL ?? null,
         newOrderLimit: {
           max: IDEM_NEW_ORDERS_PER_PRINCIPAL,
           maxPerClient: IDEM_NEW_ORDERS_PER_CLIENT_ADDRESS,

@@ -25,6 +25,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CheckoutServers, startCheckoutServers } from './helpers/checkout-servers.ts';
 
 const [alice] = demoUsers;
+// Read once, when the app's environment is first imported (by startCheckoutServers below).
+process.env.IDEM_TRACE_URL = 'https://traces.example/trace/{traceId}';
 const SKU = `IDEMTRACE-${randomUUID().slice(0, 8).toUpperCase()}`;
 const db = createPrismaClient({ connectionString: process.env.DATABASE_URL ?? '', max: 2 });
 const exporter = new InMemorySpanExporter();
@@ -121,6 +123,15 @@ describe('tracing', () => {
     expect(spans.some((span) => span.spanContext().spanId === parentOf(fulfilment as ReadableSpan))).toBe(
       true,
     );
+
+    // The admin key trail names the purchase's trace beside its job, and links it.
+    const { getKeyTrail } = await import('~/server/admin/key-trail');
+    const [user] = await db.user.findMany({ where: { email: alice?.email ?? '' } });
+    const trail = await getKeyTrail(db, { scope: `user:${user?.id}`, procedure: 'checkout.placeOrder', key });
+    expect(trail.jobs?.items[0]?.trace).toEqual({
+      id: traceId,
+      url: `https://traces.example/trace/${traceId}`,
+    });
 
     exporter.reset();
     expect(await purchase(browser, key)).toBe(orderId);

@@ -13,6 +13,8 @@ export interface FulfilmentJobRecord {
   completedOn: Date | null;
   /** What the handler returned, if it finished. */
   output: unknown;
+  /** The trace of the request that paid the order (from the job's `traceparent`), when it was traced. */
+  traceId: string | null;
 }
 
 /**
@@ -30,5 +32,11 @@ export async function findFulfilmentJobs(boss: PgBoss, orderId: string): Promise
     startedOn: job.startedOn ?? null,
     completedOn: job.completedOn,
     output: job.output,
+    traceId: traceIdOf(job.data.traceparent),
   }));
+}
+
+/** The trace id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), or null. */
+function traceIdOf(traceparent: string | undefined): string | null {
+  return traceparent?.match(/^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/)?.[1] ?? null;
 }

@@ -86,6 +86,8 @@ export interface JobView {
   completedOn: Date | null;
   /** What the handler returned (the fulfilment's note), if it finished. */
   note: string | null;
+  /** The purchase's trace, and where to see it (`IDEM_TRACE_URL`), when the paying request was traced. */
+  trace: { id: string; url: string | null } | null;
 }
 
 export interface KeyTrail {
@@ -318,6 +320,9 @@ async function jobTrail(sources: KeyTrailSources, orderId: string): Promise<NonN
       startedOn: record.startedOn,
       completedOn: record.completedOn,
       note: noteOf(record.output),
+      trace: record.traceId
+        ? { id: record.traceId, url: env.traceUrl?.replace('{traceId}', record.traceId) ?? null }
+        : null,
     })),
   };
 }

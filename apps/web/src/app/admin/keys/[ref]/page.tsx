@@ -246,6 +246,18 @@ function OrderSteps({ trail }: { trail: KeyTrail }) {
                   : ''}
                 , created {formatUtc(job.createdOn)}
                 {job.note ? <span className="text-stone-600"> · {job.note}</span> : null}
+                {job.trace ? (
+                  <span className="text-stone-600">
+                    {' · trace '}
+                    {job.trace.url ? (
+                      <a className="underline" href={job.trace.url} data-testid="trace-link">
+                        <code>{job.trace.id}</code>
+                      </a>
+                    ) : (
+                      <code>{job.trace.id}</code>
+                    )}
+                  </span>
+                ) : null}
               </li>
             ))}
           </ul>
