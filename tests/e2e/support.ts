@@ -96,6 +96,8 @@ export async function reloadMidPayment(page: Page) {
 
 /** The prefix of the checkout's intent record in localStorage: its intent id is `checkout:<owner>`. */
 export const CHECKOUT_INTENT_PREFIX = 'idem:intent:checkout:';
+/** The prefix of a paying tab's sign of life for the checkout's intent: `idem:alive:checkout:<owner>:<key>`. */
+export const CHECKOUT_MARK_PREFIX = 'idem:alive:checkout:';
 
 /** The localStorage name of the checkout intent this page's principal holds (there must be one). */
 export async function checkoutIntentName(page: Page): Promise<string> {

@@ -284,19 +284,26 @@ describe('useIdempotencyKey', () => {
 
   describe('as time passes, with nothing else happening', () => {
     const start = 1_700_000_000_000;
-    const inOtherTab = (alive: number) =>
-      JSON.stringify({
-        v: 1,
-        key: '0b7c7a4e-3f7a-4c1e-9d3b-2a8f6e5d4c3b',
-        createdAt: start - 10_000,
-        sent: { payload: JSON.stringify({ sku: 'TEA', quantity: 1 }), at: start - 10_000, alive },
-      });
+    const otherTabKey = '0b7c7a4e-3f7a-4c1e-9d3b-2a8f6e5d4c3b';
+    /** Another tab's attempt, sent 10 s ago, with that tab's last sign of life at `alive`. */
+    const inOtherTab = (items: Map<string, string>, alive: number) => {
+      items.set(
+        'idem:intent:checkout',
+        JSON.stringify({
+          v: 1,
+          key: otherTabKey,
+          createdAt: start - 10_000,
+          sent: { payload: JSON.stringify({ sku: 'TEA', quantity: 1 }), at: start - 10_000 },
+        }),
+      );
+      items.set(`idem:alive:checkout:${otherTabKey}`, String(alive));
+    };
 
     it("another tab's attempt goes in doubt once its last sign of life is ALIVE_STALE_MS old", () => {
       vi.useFakeTimers({ now: start });
       const { storage, items } = tabStorage();
       // The other tab's last sign of life was 5 s ago: quiet from start + ALIVE_STALE_MS - 5 s.
-      items.set('idem:intent:checkout', inOtherTab(start - 5_000));
+      inOtherTab(items, start - 5_000);
       const { result } = renderHook(() => useIdempotencyKey<Order>('checkout', { storage }));
       expect(result.current).toMatchObject({ inFlightElsewhere: true, inDoubt: null });
       // Checked again only once it has gone quiet (a check just before would find it alive and look no more).
@@ -330,7 +337,7 @@ describe('useIdempotencyKey', () => {
     it("another tab's attempt goes quiet, then expires: each change shows on its own", () => {
       vi.useFakeTimers({ now: start });
       const { storage, items } = tabStorage();
-      items.set('idem:intent:checkout', inOtherTab(start));
+      inOtherTab(items, start);
       const { result } = renderHook(() =>
         useIdempotencyKey<Order>('checkout', { storage, maxIntentAgeMs: 60_000 }),
       );
@@ -345,7 +352,7 @@ describe('useIdempotencyKey', () => {
     it('unmounting leaves no timer behind', () => {
       vi.useFakeTimers({ now: start });
       const { storage, items } = tabStorage();
-      items.set('idem:intent:checkout', inOtherTab(start));
+      inOtherTab(items, start);
       const { unmount } = renderHook(() => useIdempotencyKey<Order>('checkout', { storage }));
       expect(vi.getTimerCount()).toBe(1);
       unmount();

@@ -428,21 +428,77 @@ describe('useIdempotentMutation', () => {
   it('a sending tab gone silent (no sign of life for ALIVE_STALE_MS) leaves its attempt in doubt', () => {
     const { render, storage } = setup();
     const now = Date.now();
-    const record = (alive: number) =>
-      JSON.stringify({
-        v: 1,
-        key: crypto.randomUUID(),
-        createdAt: now,
-        sent: { payload: JSON.stringify(anOrder), at: now, alive },
-      });
-    storage.setItem('idem:intent:checkout', record(now));
+    const key = crypto.randomUUID();
+    storage.setItem(
+      'idem:intent:checkout',
+      JSON.stringify({ v: 1, key, createdAt: now, sent: { payload: JSON.stringify(anOrder), at: now } }),
+    );
+    storage.setItem(`idem:alive:checkout:${key}`, String(now));
     const live = render();
     expect(live.result.current).toMatchObject({ inFlightElsewhere: true, inDoubt: null });
     live.unmount();
 
-    storage.setItem('idem:intent:checkout', record(now - ALIVE_STALE_MS - 1));
+    storage.setItem(`idem:alive:checkout:${key}`, String(now - ALIVE_STALE_MS - 1));
     const silent = render();
     expect(silent.result.current).toMatchObject({ inFlightElsewhere: false, inDoubt: { payload: anOrder } });
+  });
+
+  describe('a record stored by the version that kept the sign of life inside it (a deploy mid-purchase)', () => {
+    /** The record as that version stores it while its tab waits: `alive` inside `sent`, refreshed there. */
+    const previousFormat = (key: string, sentAt: number, alive?: number) =>
+      JSON.stringify({
+        v: 1,
+        key,
+        createdAt: sentAt,
+        sent: { payload: JSON.stringify(anOrder), at: sentAt, ...(alive === undefined ? {} : { alive }) },
+      });
+
+    it('its payment in flight in a tab of that version shows in flight here, and reset() is refused', () => {
+      const { render, storage } = setup();
+      const key = crypto.randomUUID();
+      storage.setItem('idem:intent:checkout', previousFormat(key, Date.now() - 1_000, Date.now()));
+      const { result } = render();
+      expect(result.current).toMatchObject({ key, inFlightElsewhere: true, inDoubt: null });
+      let refused: boolean | undefined;
+      act(() => {
+        refused = result.current.reset();
+      });
+      expect(refused).toBe(false);
+      expect(result.current.key).toBe(key);
+    });
+
+    it('reloaded into this version, the payment keeps its key: in doubt, and checking replays its outcome', async () => {
+      const { shop, render, storage } = setup({ maxAttempts: 1 });
+      // The server ran the payment; the page that sent it never got the answer.
+      const paying = render();
+      const key = paying.result.current.key;
+      shop.faults.push('drop-response');
+      expect((await submit(paying.result, anOrder)).status).toBe('unknown');
+      paying.unmount();
+      // What that version left: its record, the sign of life removed as its page went away.
+      if (!key) throw new Error('no key');
+      const sentAt = Date.now() - 5_000;
+      storage.setItem('idem:intent:checkout', previousFormat(key, sentAt));
+
+      const { result } = render();
+      expect(result.current).toMatchObject({ key, inFlightElsewhere: false, inDoubt: { payload: anOrder } });
+      expect(await submit(result, edited)).toMatchObject({
+        status: 'replayed',
+        input: anOrder,
+        recoveredInDoubt: true,
+      });
+      expect(shop.requests.map((request) => request.key)).toEqual([key, key]);
+      expect(shop.executions).toBe(1);
+    });
+
+    it('a sign of life it left stale counts for nothing: in doubt', () => {
+      const { render, storage } = setup();
+      const key = crypto.randomUUID();
+      const sentAt = Date.now() - 60_000;
+      storage.setItem('idem:intent:checkout', previousFormat(key, sentAt, sentAt));
+      const { result } = render();
+      expect(result.current).toMatchObject({ key, inFlightElsewhere: false, inDoubt: { payload: anOrder } });
+    });
   });
 
   it('an intent dated in the future (the clock was turned back) counts as expired: checked, not re-sent', async () => {

@@ -15,6 +15,7 @@ import {
   keepAlive,
   parseRecord,
 } from '../src/react/intent-store.ts';
+import { browserStorage } from './support/tabs-storage.ts';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -101,14 +102,12 @@ describe('parseRecord: which stored records are trusted', () => {
 describe('isAlive: is the sending tab still waiting?', () => {
   it('is true only while the last sign of life is younger than ALIVE_STALE_MS', () => {
     const now = 1_000_000;
-    const sent = (alive?: number) => ({ payload: '{}', at: now - 20_000, alive });
-    expect(isAlive(sent(now), now)).toBe(true);
-    expect(isAlive(sent(now - ALIVE_STALE_MS + 1), now)).toBe(true);
-    expect(isAlive(sent(now - ALIVE_STALE_MS), now)).toBe(false);
-    expect(isAlive(sent(), now)).toBe(false);
+    expect(isAlive(now, now)).toBe(true);
+    expect(isAlive(now - ALIVE_STALE_MS + 1, now)).toBe(true);
+    expect(isAlive(now - ALIVE_STALE_MS, now)).toBe(false);
   });
 
-  it('is false when nothing was sent', () => {
+  it('is false without a sign of life', () => {
     expect(isAlive(null)).toBe(false);
     expect(isAlive(undefined)).toBe(false);
   });
@@ -281,70 +280,171 @@ describe('getIntentStore', () => {
   });
 });
 
+describe('aliveAt and markAlive: the sign of life, apart from the record', () => {
+  const start = 1_700_000_000_000;
+  const sent = (alive?: number): IntentRecord => ({
+    v: 1,
+    key: KEY,
+    createdAt: start,
+    sent: { payload: '{}', at: start, ...(alive === undefined ? {} : { alive }) },
+  });
+
+  it("is kept under idem:alive:<intentId>:<key> as the time's text; removed with no time", () => {
+    const { storage, items } = tabStorage();
+    const intent = newIntent();
+    const store = getIntentStore(intent, storage);
+    store.write(sent());
+    store.markAlive(KEY, start + 5);
+    expect(items.get(`idem:alive:${intent}:${KEY}`)).toBe(String(start + 5));
+    expect(JSON.parse(items.get(`idem:intent:${intent}`) ?? 'null')).toEqual(sent());
+    expect(store.aliveAt()).toBe(start + 5);
+    store.markAlive(KEY);
+    expect(items.has(`idem:alive:${intent}:${KEY}`)).toBe(false);
+    expect(store.aliveAt()).toBeNull();
+  });
+
+  it("counts only the mark of the record's key, and only while it has a sent attempt", () => {
+    const { storage } = tabStorage();
+    const store = getIntentStore(newIntent(), storage);
+    store.markAlive(KEY, start);
+    expect(store.aliveAt()).toBeNull();
+    store.write({ ...sent(), sent: null });
+    expect(store.aliveAt()).toBeNull();
+    store.write(sent());
+    expect(store.aliveAt()).toBe(start);
+    store.write({ ...sent(), key: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d' });
+    expect(store.aliveAt()).toBeNull();
+  });
+
+  it('reads a mark kept inside the record (a tab of an earlier version), the later of the two if both', () => {
+    const { storage } = tabStorage();
+    const store = getIntentStore(newIntent(), storage);
+    store.write(sent(start + 10));
+    expect(store.aliveAt()).toBe(start + 10);
+    store.markAlive(KEY, start + 5);
+    expect(store.aliveAt()).toBe(start + 10);
+    store.markAlive(KEY, start + 20);
+    expect(store.aliveAt()).toBe(start + 20);
+  });
+
+  it('takes a mark that is no number for none', () => {
+    const { storage, items } = tabStorage();
+    const intent = newIntent();
+    const store = getIntentStore(intent, storage);
+    store.write(sent());
+    for (const text of ['soon', 'NaN', 'Infinity', '-Infinity']) {
+      items.set(`idem:alive:${intent}:${KEY}`, text);
+      expect(store.aliveAt()).toBeNull();
+    }
+  });
+
+  it('markAlive notifies the subscribers; another tab writing a mark of this intent does too', () => {
+    const { storage } = tabStorage();
+    const intent = newIntent();
+    const store = getIntentStore(intent, storage);
+    const listener = vi.fn();
+    const stop = store.subscribe(listener);
+    store.markAlive(KEY, start);
+    expect(listener).toHaveBeenCalledTimes(1);
+    window.dispatchEvent(new StorageEvent('storage', { key: `idem:alive:${intent}:${KEY}` }));
+    expect(listener).toHaveBeenCalledTimes(2);
+    window.dispatchEvent(new StorageEvent('storage', { key: `idem:alive:other-intent:${KEY}` }));
+    expect(listener).toHaveBeenCalledTimes(2);
+    stop();
+  });
+
+  it('retire(key) and a fresh ensure() remove the mark of the key they drop', () => {
+    const { storage, items } = tabStorage();
+    const intent = newIntent();
+    const store = getIntentStore(intent, storage);
+    store.write(sent());
+    store.markAlive(KEY, start);
+    store.retire(KEY);
+    expect(items.has(`idem:alive:${intent}:${KEY}`)).toBe(false);
+
+    store.write(sent());
+    store.markAlive(KEY, start);
+    const fresh = store.ensure(true);
+    expect(fresh.key).not.toBe(KEY);
+    expect(items.has(`idem:alive:${intent}:${KEY}`)).toBe(false);
+    // Keeping the record keeps its mark.
+    store.markAlive(fresh.key, start);
+    store.ensure();
+    expect(items.get(`idem:alive:${intent}:${fresh.key}`)).toBe(String(start));
+  });
+});
+
 describe('keepAlive: the sign of life of a tab waiting for an outcome', () => {
   const start = 1_700_000_000_000;
   const sentRecord = (key = KEY): IntentRecord => ({
     v: 1,
     key,
     createdAt: start,
-    sent: { payload: '{}', at: start, alive: start },
+    sent: { payload: '{}', at: start },
   });
 
-  it('refreshes the alive mark every ALIVE_INTERVAL_MS and removes it when stopped', () => {
+  it('marks at once, refreshes every ALIVE_INTERVAL_MS, and removes the mark when stopped; never writes the record', () => {
     vi.useFakeTimers({ now: start });
-    const { storage } = tabStorage();
-    const store = getIntentStore(newIntent(), storage);
+    const { storage, setItem } = tabStorage();
+    const intent = newIntent();
+    const store = getIntentStore(intent, storage);
     store.write(sentRecord());
+    const recordWrites = () => setItem.mock.calls.filter(([name]) => name === `idem:intent:${intent}`).length;
     const stop = keepAlive(store, KEY);
+    expect(store.aliveAt()).toBe(start);
     vi.advanceTimersByTime(ALIVE_INTERVAL_MS);
-    expect(parseRecord(store.read())?.sent).toEqual({
-      payload: '{}',
-      at: start,
-      alive: start + ALIVE_INTERVAL_MS,
-    });
+    expect(store.aliveAt()).toBe(start + ALIVE_INTERVAL_MS);
     vi.advanceTimersByTime(ALIVE_INTERVAL_MS);
-    expect(parseRecord(store.read())?.sent?.alive).toBe(start + 2 * ALIVE_INTERVAL_MS);
+    expect(store.aliveAt()).toBe(start + 2 * ALIVE_INTERVAL_MS);
     stop();
-    expect(parseRecord(store.read())?.sent).toEqual({ payload: '{}', at: start });
+    expect(store.aliveAt()).toBeNull();
     // Stopped: no more refreshes.
     vi.advanceTimersByTime(3 * ALIVE_INTERVAL_MS);
-    expect(parseRecord(store.read())?.sent).toEqual({ payload: '{}', at: start });
+    expect(store.aliveAt()).toBeNull();
+    expect(recordWrites()).toBe(1);
+    expect(parseRecord(store.read())).toEqual(sentRecord());
   });
 
-  it('removes the alive mark when the page goes away (pagehide), and listens no more once stopped', () => {
+  it('removes the mark when the page goes away (pagehide), and listens no more once stopped', () => {
     vi.useFakeTimers({ now: start });
     const { storage, setItem } = tabStorage();
     const store = getIntentStore(newIntent(), storage);
     store.write(sentRecord());
     const stop = keepAlive(store, KEY);
     window.dispatchEvent(new Event('pagehide'));
-    expect(parseRecord(store.read())?.sent).toEqual({ payload: '{}', at: start });
+    expect(store.aliveAt()).toBeNull();
     stop();
     const writes = setItem.mock.calls.length;
     window.dispatchEvent(new Event('pagehide'));
     expect(setItem).toHaveBeenCalledTimes(writes);
   });
 
-  it('leaves alone a record that now holds another key, or one with nothing sent, or none', () => {
+  it('refreshes no more once the record holds another key, or nothing sent, or nothing', () => {
     vi.useFakeTimers({ now: start });
-    const { storage } = tabStorage();
-    const store = getIntentStore(newIntent(), storage);
+    const { storage, items } = tabStorage();
+    const intent = newIntent();
+    const store = getIntentStore(intent, storage);
     store.write(sentRecord());
     const stop = keepAlive(store, KEY);
+    const mark = () => items.get(`idem:alive:${intent}:${KEY}`);
 
     const other = sentRecord('9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d');
     store.write(other);
     vi.advanceTimersByTime(ALIVE_INTERVAL_MS);
+    expect(mark()).toBe(String(start));
     expect(parseRecord(store.read())).toEqual(other);
 
     const unsent = { ...sentRecord(), sent: null };
     store.write(unsent);
     vi.advanceTimersByTime(ALIVE_INTERVAL_MS);
+    expect(mark()).toBe(String(start));
     expect(parseRecord(store.read())).toEqual(unsent);
 
     store.write(null);
     vi.advanceTimersByTime(ALIVE_INTERVAL_MS);
-    expect(() => stop()).not.toThrow();
+    expect(mark()).toBe(String(start));
+    stop();
+    expect(mark()).toBeUndefined();
     expect(store.read()).toBeNull();
   });
 
@@ -356,8 +456,101 @@ describe('keepAlive: the sign of life of a tab waiting for an outcome', () => {
     vi.stubGlobal('window', undefined);
     const stop = keepAlive(store, KEY);
     vi.advanceTimersByTime(ALIVE_INTERVAL_MS);
-    expect(parseRecord(store.read())?.sent?.alive).toBe(start + ALIVE_INTERVAL_MS);
+    expect(store.aliveAt()).toBe(start + ALIVE_INTERVAL_MS);
     stop();
-    expect(parseRecord(store.read())?.sent?.alive).toBeUndefined();
+    expect(store.aliveAt()).toBeNull();
+  });
+});
+
+describe("two tabs sharing localStorage, each reading its own copy until the other tab's writes reach it", () => {
+  const start = 1_700_000_000_000;
+  const NEW_KEY = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
+  const sentAt = (key: string, payload: string, at: number): IntentRecord => ({
+    v: 1,
+    key,
+    createdAt: at,
+    sent: { payload, at },
+  });
+
+  /**
+   * Tab A pays under KEY and waits for the outcome; tab B, which has seen that attempt, starts a new purchase
+   * under NEW_KEY. Nothing of B's has reached A yet when A's next refresh runs.
+   */
+  function newPurchaseUnseenByTheWaitingTab() {
+    vi.useFakeTimers({ now: start });
+    const browser = browserStorage();
+    const intent = newIntent();
+    const tabA = browser.tab();
+    const tabB = browser.tab();
+    const a = getIntentStore(intent, tabA);
+    const b = getIntentStore(intent, tabB);
+    a.write(sentAt(KEY, '{"cart":"first"}', start));
+    const stopA = keepAlive(a, KEY);
+    tabB.deliver();
+    expect(parseRecord(b.read())?.key).toBe(KEY);
+
+    vi.advanceTimersByTime(ALIVE_INTERVAL_MS / 2);
+    b.write(sentAt(NEW_KEY, '{"cart":"second"}', Date.now()));
+    return { browser, intent, tabA, tabB, a, b, stopA };
+  }
+
+  it('CONTROL: a refresh that rewrites the whole record from the stale copy writes the old intent back', () => {
+    const { browser, intent, tabA, tabB, a, b, stopA } = newPurchaseUnseenByTheWaitingTab();
+    stopA();
+    // The refresh as a rewrite of the record: what A reads is its copy, still the first intent.
+    const stale = parseRecord(a.read());
+    if (!stale?.sent) throw new Error('tab A has no sent attempt');
+    a.write({ ...stale, sent: { ...stale.sent, alive: Date.now() } });
+    tabA.deliver();
+    tabB.deliver();
+    expect(parseRecord(browser.stored.get(`idem:intent:${intent}`) ?? null)?.key).toBe(KEY);
+    expect(parseRecord(b.read())?.key).toBe(KEY);
+  });
+
+  it("a waiting tab's refresh never writes its old intent over another tab's new purchase", () => {
+    const { browser, intent, tabA, tabB, a, b, stopA } = newPurchaseUnseenByTheWaitingTab();
+    const writesBefore = tabA.writes.length;
+    // A's refresh runs while B's new purchase has not reached A.
+    vi.advanceTimersByTime(ALIVE_INTERVAL_MS / 2);
+    expect(tabA.writes.length).toBeGreaterThan(writesBefore);
+    tabA.deliver();
+    tabB.deliver();
+    const newPurchase = { key: NEW_KEY, sent: { payload: '{"cart":"second"}' } };
+    expect(parseRecord(browser.stored.get(`idem:intent:${intent}`) ?? null)).toMatchObject(newPurchase);
+    expect(parseRecord(b.read())).toMatchObject(newPurchase);
+    expect(parseRecord(a.read())).toMatchObject(newPurchase);
+    // The refresh wrote its mark, never the record.
+    expect(tabA.writes.slice(writesBefore)).not.toContain(`idem:intent:${intent}`);
+    // A's outcome arrives: it leaves B's purchase alone.
+    stopA();
+    a.retire(KEY);
+    tabB.deliver();
+    expect(parseRecord(b.read())).toMatchObject(newPurchase);
+  });
+
+  it("the old key's late mark neither shows the new purchase in flight nor touches the new purchase's own mark", () => {
+    const { browser, intent, tabA, tabB, a, b, stopA } = newPurchaseUnseenByTheWaitingTab();
+    // B has not marked its attempt (its tab went away at once): A's refresh must not make it look alive.
+    vi.advanceTimersByTime(ALIVE_INTERVAL_MS / 2);
+    tabA.deliver();
+    tabB.deliver();
+    expect(browser.stored.get(`idem:alive:${intent}:${KEY}`)).toBe(String(start + ALIVE_INTERVAL_MS));
+    expect(b.aliveAt()).toBeNull();
+    expect(a.aliveAt()).toBeNull();
+
+    // B waits for its attempt: its mark is its own, whatever A's refresh writes meanwhile.
+    const stopB = keepAlive(b, NEW_KEY);
+    vi.advanceTimersByTime(ALIVE_INTERVAL_MS);
+    tabA.deliver();
+    tabB.deliver();
+    expect(b.aliveAt()).toBe(Date.now());
+    expect(a.aliveAt()).toBe(Date.now());
+    // A leaves: only its own mark goes.
+    stopA();
+    tabB.deliver();
+    expect(browser.stored.has(`idem:alive:${intent}:${KEY}`)).toBe(false);
+    expect(b.aliveAt()).toBe(Date.now());
+    stopB();
+    expect([...browser.stored.keys()].filter((name) => name.startsWith('idem:alive:'))).toEqual([]);
   });
 });

@@ -4,6 +4,12 @@
  * sessionStorage: per tab; localStorage: shared by the tabs), so a reload, the back button
  * or a resubmit finds the same key. Shared by every hook instance of the same (storage, intent), with change
  * notifications for `useSyncExternalStore` — also for writes by other tabs (the `storage` event).
+ *
+ * A tab waiting for an attempt's outcome keeps its sign of life under a name of its own,
+ * `idem:alive:<intentId>:<key>`, never in the record: a tab's storage is its own copy, which takes the other
+ * tabs' writes only when their messages arrive, so a refresh that rewrote the record could write, from a copy
+ * not yet up to date, an older intent back over a newer one. A mark is named after its key, so a late refresh of
+ * an old key's mark says nothing about the record's current key, and overwrites no other key's mark.
  */
 
 import { createIdempotencyKey } from '../client/key.ts';
@@ -18,21 +24,21 @@ export interface SentAttempt {
   /** When the attempt was sent (ms since the epoch). */
   at: number;
   /**
-   * The sending tab's last sign of life while it waits for the outcome (ms since the epoch), refreshed every
-   * `ALIVE_INTERVAL_MS` and removed when that tab leaves. Recent: the attempt is in flight in some tab, not in
-   * doubt.
+   * A sign of life kept inside the record (ms since the epoch), as a tab running a version of this library
+   * without the separate mark refreshes it. Read, never written: a payment such a tab has in flight while the
+   * others have the new version (a deploy) still shows as in flight, not in doubt.
    */
   alive?: number;
 }
 
-/** How often a tab waiting for an outcome refreshes `SentAttempt.alive`. */
+/** How often a tab waiting for an outcome refreshes its sign of life. */
 export const ALIVE_INTERVAL_MS = 2_000;
 /** After this long without a sign of life, the sending tab is taken as gone and the attempt as in doubt. */
 export const ALIVE_STALE_MS = 4 * ALIVE_INTERVAL_MS;
 
-/** True while the tab that sent `sent` is still waiting for its outcome (it may be another tab). */
-export const isAlive = (sent: SentAttempt | null | undefined, now = Date.now()): boolean =>
-  now - (sent?.alive ?? -Infinity) < ALIVE_STALE_MS;
+/** True while a tab whose last sign of life was at `aliveAt` (ms; null: none) is taken as still waiting. */
+export const isAlive = (aliveAt: number | null | undefined, now = Date.now()): boolean =>
+  now - (aliveAt ?? -Infinity) < ALIVE_STALE_MS;
 
 export interface IntentRecord {
   v: 1;
@@ -52,13 +58,28 @@ export interface IntentStore {
   read(): string | null;
   /** Replaces the record (null: forgets the intent) and notifies the subscribers. */
   write(record: IntentRecord | null): void;
-  /** The record, created with a fresh key if there is none — or, with `fresh`, whatever the current one holds. */
+  /**
+   * The record, created with a fresh key if there is none — or, with `fresh`, whatever the current one holds
+   * (then the mark of the key it replaces goes too).
+   */
   ensure(fresh?: boolean): IntentRecord;
-  /** Forgets the intent after a final outcome — only if it still has `key` (compare-and-delete). */
+  /** Forgets the intent after a final outcome — only if it still has `key` (compare-and-delete) — and `key`'s mark. */
   retire(key: string): void;
+  /**
+   * The last sign of life (ms since the epoch) of a tab waiting for the outcome of the record's sent attempt, or
+   * null: nothing sent, or no tab said it waits. A snapshot for useSyncExternalStore too (a number).
+   */
+  aliveAt(): number | null;
+  /**
+   * This tab waits for the outcome of the attempt sent under `key`, as of `at` (undefined: it no longer waits).
+   * Writes only `key`'s mark, never the record; notifies the subscribers.
+   */
+  markAlive(key: string, at?: number): void;
 }
 
 export const STORAGE_PREFIX = 'idem:intent:';
+/** Where a waiting tab's sign of life is kept: `idem:alive:<intentId>:<key>` (the time, in ms, as text). */
+export const ALIVE_PREFIX = 'idem:alive:';
 
 /** Per page life: used when no Web Storage is available (SSR never writes; private modes may throw). */
 const memoryItems = new Map<string, string>();
@@ -78,6 +99,12 @@ function defaultStorage(): KeyValueStorage {
 
 const isNumber = (value: unknown): value is number => typeof value === 'number';
 
+/** A time stored as text, or -Infinity when there is none or it is no number. */
+function storedTime(text: string | null): number {
+  const time = text === null ? Number.NaN : Number(text);
+  return Number.isFinite(time) ? time : -Infinity;
+}
+
 /** A stored record, or null when there is none or it is not one this version wrote (then a new key is made). */
 export function parseRecord(raw: string | null): IntentRecord | null {
   try {
@@ -95,10 +122,12 @@ export function parseRecord(raw: string | null): IntentRecord | null {
 }
 
 /**
- * The store of `name` in the storage `resolveStorage` gives (called lazily: never at module load or on the
+ * The store of `intentId` in the storage `resolveStorage` gives (called lazily: never at module load or on the
  * server). Once the storage throws (blocked, quota exceeded), the store uses memory for the page life.
  */
-function createIntentStore(name: string, resolveStorage: () => KeyValueStorage): IntentStore {
+function createIntentStore(intentId: string, resolveStorage: () => KeyValueStorage): IntentStore {
+  const name = STORAGE_PREFIX + intentId;
+  const markPrefix = `${ALIVE_PREFIX + intentId}:`;
   const listeners = new Set<() => void>();
   let storage: KeyValueStorage | undefined;
   const withStorage = <T>(use: (target: KeyValueStorage) => T): T => {
@@ -113,9 +142,9 @@ function createIntentStore(name: string, resolveStorage: () => KeyValueStorage):
   const notify = () => {
     for (const listener of listeners) listener();
   };
-  // Another tab wrote this record (only a shared storage, such as localStorage, tells us).
+  // Another tab wrote this record or one of its marks (only a shared storage, such as localStorage, tells us).
   const onStorage = (event: StorageEvent) => {
-    if (event.key === name || event.key === null) notify();
+    if (event.key === name || event.key === null || event.key.startsWith(markPrefix)) notify();
   };
   const read = () => withStorage((target) => target.getItem(name));
   const write = (record: IntentRecord | null) => {
@@ -124,6 +153,7 @@ function createIntentStore(name: string, resolveStorage: () => KeyValueStorage):
     );
     notify();
   };
+  const forgetMark = (key: string) => withStorage((target) => target.removeItem(markPrefix + key));
   return {
     subscribe(listener) {
       if (!listeners.size && typeof window !== 'undefined') window.addEventListener('storage', onStorage);
@@ -137,8 +167,11 @@ function createIntentStore(name: string, resolveStorage: () => KeyValueStorage):
     read,
     write,
     ensure(fresh) {
-      let record = fresh ? null : parseRecord(read());
+      const current = parseRecord(read());
+      let record = fresh ? null : current;
       if (!record) {
+        // A tab gone without a goodbye may have left the replaced key's mark: nothing reads it any more.
+        if (current) forgetMark(current.key);
         write({ v: 1, key: createIdempotencyKey(), createdAt: Date.now(), sent: null });
         record = parseRecord(read());
       }
@@ -147,6 +180,20 @@ function createIntentStore(name: string, resolveStorage: () => KeyValueStorage):
     },
     retire(key) {
       if (parseRecord(read())?.key === key) write(null);
+      forgetMark(key);
+    },
+    aliveAt() {
+      const record = parseRecord(read());
+      if (!record?.sent) return null;
+      const marked = storedTime(withStorage((target) => target.getItem(markPrefix + record.key)));
+      const at = Math.max(marked, record.sent.alive ?? -Infinity);
+      return at === -Infinity ? null : at;
+    },
+    markAlive(key, at) {
+      withStorage((target) =>
+        at === undefined ? target.removeItem(markPrefix + key) : target.setItem(markPrefix + key, String(at)),
+      );
+      notify();
     },
   };
 }
@@ -165,30 +212,29 @@ export function getIntentStore(intentId: string, storage: KeyValueStorage | null
   stores.set(token, byIntent);
   const store =
     byIntent.get(intentId) ??
-    createIntentStore(
-      STORAGE_PREFIX + intentId,
-      storage === undefined ? defaultStorage : () => storage ?? memoryStorage,
-    );
+    createIntentStore(intentId, storage === undefined ? defaultStorage : () => storage ?? memoryStorage);
   byIntent.set(intentId, store);
   return store;
 }
 
 /**
- * While this tab waits for the outcome of the attempt sent under `key`, keeps its `alive` mark fresh, so other
- * tabs sharing the storage show the payment as in flight rather than in doubt; the mark is removed when the
- * page goes away (a reload then shows the attempt in doubt at once) and when the returned `stop` is called.
+ * While this tab waits for the outcome of the attempt sent under `key`, keeps its mark fresh (set at once, then
+ * every ALIVE_INTERVAL_MS while the record holds that attempt), so other tabs sharing the storage show the
+ * payment as in flight rather than in doubt. Call it before writing the sent record: a tab that sees the record
+ * then sees it alive. The mark is removed when the page goes away (a reload then shows the attempt in doubt at
+ * once) and when the returned `stop` is called. The record itself is only read.
  */
 export function keepAlive(store: IntentStore, key: string): () => void {
-  const mark = (alive?: number) => {
+  const stop = () => store.markAlive(key);
+  store.markAlive(key, Date.now());
+  const timer = setInterval(() => {
     const record = parseRecord(store.read());
-    if (record?.key === key && record.sent) store.write({ ...record, sent: { ...record.sent, alive } });
-  };
-  const timer = setInterval(() => mark(Date.now()), ALIVE_INTERVAL_MS);
-  const onPageHide = () => mark();
-  if (typeof window !== 'undefined') window.addEventListener('pagehide', onPageHide);
+    if (record?.key === key && record.sent) store.markAlive(key, Date.now());
+  }, ALIVE_INTERVAL_MS);
+  if (typeof window !== 'undefined') window.addEventListener('pagehide', stop);
   return () => {
     clearInterval(timer);
-    if (typeof window !== 'undefined') window.removeEventListener('pagehide', onPageHide);
-    mark();
+    if (typeof window !== 'undefined') window.removeEventListener('pagehide', stop);
+    stop();
   };
 }

@@ -135,6 +135,8 @@ export function useIntent<TPayload>(intentId: string, options: UseIdempotencyKey
   // The stored text is the snapshot (the same string until it changes); parsed once per change.
   const raw = useSyncExternalStore(store.subscribe, store.read, serverSnapshot);
   const record = useMemo(() => parseRecord(raw), [raw]);
+  // The last sign of life of a tab waiting for the sent attempt's outcome (kept apart from the record).
+  const aliveAt = useSyncExternalStore(store.subscribe, store.aliveAt, serverSnapshot);
   // The key of an attempt THIS hook instance has in flight: its `sent` payload is not in doubt (yet).
   const [inFlightKey, setInFlightKey] = useState<string | null>(null);
   // Bumped when a time-based fact changes (another tab's attempt goes quiet, an intent expires).
@@ -152,8 +154,8 @@ export function useIntent<TPayload>(intentId: string, options: UseIdempotencyKey
     if (!sent || record.key === inFlightKey) return NOTHING_SENT;
     const now = Date.now();
     // Another tab is still waiting for this attempt's outcome: in flight, not in doubt.
-    if (isAlive(sent, now))
-      return { inDoubt: null, inFlightElsewhere: true, changesAt: (sent.alive ?? now) + ALIVE_STALE_MS };
+    if (isAlive(aliveAt, now))
+      return { inDoubt: null, inFlightElsewhere: true, changesAt: (aliveAt ?? now) + ALIVE_STALE_MS };
     try {
       const payload = settingsRef.current.serializer.parse(sent.payload) as TPayload;
       const expired = isIntentExpired(record.createdAt, maxIntentAgeMs, now);
@@ -165,7 +167,7 @@ export function useIntent<TPayload>(intentId: string, options: UseIdempotencyKey
     } catch {
       return NOTHING_SENT;
     }
-  }, [record, inFlightKey, clock, maxIntentAgeMs]);
+  }, [record, aliveAt, inFlightKey, clock, maxIntentAgeMs]);
 
   const { changesAt } = seen;
   useEffect(() => {

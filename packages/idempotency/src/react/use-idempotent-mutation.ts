@@ -28,7 +28,7 @@ import type { KeyedMutationContext, RetryLinkEvent } from '../client/context.ts'
 import { httpStatusOf, isAbortError, retryReasonOf } from '../client/retry-policy.ts';
 import { plainJsonWire } from '../core/wire-form.ts';
 import type { IsIdempotentProcedureError } from '../idempotent-procedure.ts';
-import { isAlive, keepAlive, parseRecord } from './intent-store.ts';
+import { isAlive, keepAlive } from './intent-store.ts';
 import { payloadEquals, serializePayload } from './payload.ts';
 import {
   type InDoubtAttempt,
@@ -213,6 +213,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
       };
       let payload = input;
       let recoveredInDoubt = false;
+      let stopKeepAlive: () => void;
       try {
         if (before) {
           let original: TVariables;
@@ -227,20 +228,17 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
           // Too old to re-send: the server may have forgotten the key. The form asks what became of it.
           if (isIntentExpired(createdAt, settings.maxIntentAgeMs)) return notSent('expired', original);
         }
-        // Persist BEFORE sending: if the page dies once the request has left, the reload knows it is in doubt.
         const now = Date.now();
-        const sent = {
-          payload: serializePayload(settings.serializer, payload, transformer),
-          at: now,
-          alive: now,
-        };
+        const sent = { payload: serializePayload(settings.serializer, payload, transformer), at: now };
+        // This tab's sign of life first: another tab that sees the sent record sees it in flight.
+        stopKeepAlive = keepAlive(store, key);
+        // Persist BEFORE sending: if the page dies once the request has left, the reload knows it is in doubt.
         // The intent's age counts from its first send.
         store.write({ ...record, createdAt: resent ? createdAt : now, sent });
         setInFlightKey(key);
       } catch (error) {
         return Promise.reject(error);
       }
-      const stopKeepAlive = keepAlive(store, key);
 
       let replayed = false;
       let linkSeen = false;
@@ -315,7 +313,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
 
   const reset = useCallback((): boolean => {
     // Another tab waiting for this intent's outcome: a new key here could run the same intent twice.
-    if (self.inFlight || isAlive(parseRecord(store.read())?.sent)) return false;
+    if (self.inFlight || isAlive(store.aliveAt())) return false;
     store.ensure(true);
     setInFlightKey(null);
     mutation.reset();
