@@ -10,7 +10,11 @@ import { canonicalWireForm, type WireTransformer } from './wire-form.ts';
  * @param input the input as it travels on the wire, or (with `transformer`) as the procedure receives it.
  * @param transformer the router's transformer; omitted, `input` is taken as plain JSON.
  */
-export function fingerprintRequest(path: string, input: unknown, transformer?: WireTransformer): string {
+export function fingerprintRequest(
+  path: string,
+  input: unknown,
+  transformer?: Pick<WireTransformer, 'serialize'>,
+): string {
   // JCS of { path, input }: its two keys sorted ("input" < "path"), no whitespace, strings as JSON.stringify.
   const canonical = `{"input":${canonicalWireForm(input, transformer)},"path":${JSON.stringify(path)}}`;
   // One-shot: no Hash object per request (a first execution hashes twice: this and the log's key hash).

@@ -7,19 +7,27 @@
  */
 import { canonicalJson } from './canonical-json.ts';
 
-/** What the wire form needs of a tRPC transformer (`superjson` fits): how it serializes an input. */
+/**
+ * A tRPC data transformer (`superjson` fits): how values go on the wire and come back. The one shape every part
+ * of the library takes — the server's fingerprint and replays, the browser's stored payloads. Must match the
+ * router's transformer.
+ */
 export interface WireTransformer {
   serialize(value: unknown): unknown;
+  deserialize(value: unknown): unknown;
 }
 
-/** No transformer: the input travels as plain JSON (an `undefined` property is absent, a Date its ISO text). */
-export const plainJsonWire: WireTransformer = { serialize: (value) => value };
+/** No transformer (tRPC's default): values travel as they are, as plain JSON. */
+export const plainJsonWire: WireTransformer = { serialize: (value) => value, deserialize: (value) => value };
 
 /**
  * The canonical JSON text of `input` as `transformer` sends it. No input (`undefined`, `null`) is `null`.
  * Throws a TypeError for an input that has no JSON form (a lone surrogate, NaN, a cycle).
  */
-export function canonicalWireForm(input: unknown, transformer: WireTransformer = plainJsonWire): string {
+export function canonicalWireForm(
+  input: unknown,
+  transformer: Pick<WireTransformer, 'serialize'> = plainJsonWire,
+): string {
   const wire = input === undefined || input === null ? null : transformer.serialize(input);
   let text: string | undefined;
   try {

@@ -3,11 +3,11 @@
  * @trpc/tanstack-react-query). Browser-safe and SSR-safe: no `node:*`, nothing from the server half, no
  * storage access during render.
  */
+export type { WireTransformer } from '../core/wire-form.ts';
 export type { KeyValueStorage } from './intent-store.ts';
 export {
   jsonSerializer,
   type PayloadSerializer,
-  type PayloadTransformer,
   payloadEquals,
   transformerSerializer,
 } from './payload.ts';

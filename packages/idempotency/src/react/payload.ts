@@ -11,15 +11,10 @@ export interface PayloadSerializer {
 }
 
 /**
- * The tRPC client's transformer (the one its links send with, e.g. `superjson`): it defines the wire form, and
- * with `deserialize` the hook stores payloads in that form, so a stored payload re-sends the same request.
+ * Stores a payload as the tRPC client's wire form (its links' transformer, e.g. `superjson`; JSON text) and reads
+ * it back through the transformer, so a stored payload re-sends the same request.
  */
-export interface PayloadTransformer extends WireTransformer {
-  deserialize(value: unknown): unknown;
-}
-
-/** Stores a payload as the transformer's wire form (JSON text) and reads it back through the transformer. */
-export function transformerSerializer(transformer: PayloadTransformer): PayloadSerializer {
+export function transformerSerializer(transformer: WireTransformer): PayloadSerializer {
   return {
     stringify: (value) => JSON.stringify(transformer.serialize(value)),
     parse: (text) => transformer.deserialize(JSON.parse(text)),

@@ -1,4 +1,5 @@
 import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
+import type { WireTransformer } from '../core/wire-form.ts';
 import {
   ALIVE_STALE_MS,
   getIntentStore,
@@ -9,7 +10,6 @@ import {
 import {
   jsonSerializer,
   type PayloadSerializer,
-  type PayloadTransformer,
   serializePayload,
   transformerSerializer,
 } from './payload.ts';
@@ -31,7 +31,7 @@ export interface UseIdempotencyKeyOptions {
    * The tRPC client's transformer, the one its links send with (`superjson`). It defines when two payloads are
    * the same request — as the server's fingerprint does — and how payloads are stored. Default: plain JSON.
    */
-  transformer?: PayloadTransformer;
+  transformer?: WireTransformer;
   /** How a sent payload is persisted. Default: as the transformer's wire form (plain JSON without one). */
   serializer?: PayloadSerializer;
   /**
@@ -90,7 +90,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** @internal The options with their defaults applied. */
 export interface IntentSettings {
-  transformer: PayloadTransformer | undefined;
+  transformer: WireTransformer | undefined;
   serializer: PayloadSerializer;
   maxIntentAgeMs: number;
 }

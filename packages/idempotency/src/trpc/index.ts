@@ -1,6 +1,7 @@
 /** @idem/idempotency/trpc — idempotent tRPC mutations as `.concat()`-able procedures. */
 
 export { UnstableScope, unstableScope } from '../core/errors.ts';
+export type { WireTransformer } from '../core/wire-form.ts';
 export type {
   HasIdempotentMark,
   IdempotentErrorShape,
@@ -20,6 +21,5 @@ export {
   createIdempotency,
   type IdempotencyEvent,
   type IdempotentProcedureContext,
-  type ResultTransformer,
   type TransactionalProcedureContext,
 } from './middleware.ts';

@@ -31,21 +31,10 @@ import {
 } from '../core/guard.ts';
 import type { StoredResponse } from '../core/record.ts';
 import type { IdempotencyStore } from '../core/store.ts';
+import { plainJsonWire, type WireTransformer } from '../core/wire-form.ts';
 import type { MarkedIdempotent } from '../idempotent-procedure.ts';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, RETRY_AFTER_HEADER } from '../protocol.ts';
 import { replayedError, storedError, toTRPCError } from './errors.ts';
-
-/** superjson, or any transformer with the same two functions. Must match the router's transformer. */
-export interface ResultTransformer {
-  serialize(value: unknown): unknown;
-  deserialize(value: never): unknown;
-}
-
-/** What tRPC uses when a router has no transformer: values travel as they are. */
-const identityTransformer: ResultTransformer = {
-  serialize: (value) => value,
-  deserialize: (value) => value,
-};
 
 export type { IdempotencyEvent } from '../core/event.ts';
 
@@ -55,7 +44,7 @@ export interface CreateIdempotencyConfig<TContext, TTx> {
    * The router's transformer (`superjson`), so that stored results replay byte for byte. Leave it out only
    * when the router has none: the default is tRPC's identity (values travel as plain JSON).
    */
-  transformer?: ResultTransformer;
+  transformer?: WireTransformer;
   /**
    * The principal the key belongs to, from the server's context. null → 401. `unstableScope(howToFix)` when
    * there is a principal but a retry will not have it (a guest session created by this very request) → 400,
@@ -98,7 +87,7 @@ export function createIdempotency<TContext extends object, TTx>(
   config: CreateIdempotencyConfig<TContext, TTx>,
 ) {
   const t = initTRPC.context<TContext>().create();
-  const transformer = config.transformer ?? identityTransformer;
+  const transformer = config.transformer ?? plainJsonWire;
   /** This instance's middlewares, to recognise its procedures in a request (`streamedResponseMeta`). */
   const ownMiddlewares = new WeakSet<object>();
   /**
@@ -273,7 +262,7 @@ interface MiddlewareResultLike {
 function toStoredResponse(
   result: MiddlewareResultLike,
   options: ResolvedOptions,
-  transformer: ResultTransformer,
+  transformer: WireTransformer,
 ): StoredResponse | null {
   if (result.ok) {
     return {
@@ -291,10 +280,10 @@ function toStoredResponse(
  * constructor for a middleware result (it brands them so that middlewares pass `next()`'s result through);
  * this is the one place that builds one, with the same runtime shape.
  */
-function replayResult<TResult>(response: StoredResponse, transformer: ResultTransformer): TResult {
+function replayResult<TResult>(response: StoredResponse, transformer: WireTransformer): TResult {
   if (response.kind === 'error')
     return { ok: false, error: replayedError(response), marker: 'middlewareMarker' } as TResult;
-  const data = transformer.deserialize(JSON.parse(response.body) as never);
+  const data = transformer.deserialize(JSON.parse(response.body));
   return { ok: true, data, marker: 'middlewareMarker' } as TResult;
 }
 
@@ -303,7 +292,7 @@ function replayResult<TResult>(response: StoredResponse, transformer: ResultTran
  * superjson's Map and Set would canonicalize to `{}` (two different requests with one fingerprint) and a BigInt
  * would make canonical JSON throw. No input stays null, as in `fingerprintRequest`.
  */
-function wireInput(input: unknown, transformer: ResultTransformer): unknown {
+function wireInput(input: unknown, transformer: WireTransformer): unknown {
   return input === undefined || input === null ? null : transformer.serialize(input);
 }
 
@@ -312,7 +301,7 @@ function wireInput(input: unknown, transformer: ResultTransformer): unknown {
  * thousand levels deep (superjson's walker overflows the stack). Both are the client's input, never a server
  * fault: 400, before anything is claimed.
  */
-function fingerprintInput(path: string, input: unknown, transformer: ResultTransformer): string {
+function fingerprintInput(path: string, input: unknown, transformer: WireTransformer): string {
   try {
     return fingerprintRequest(path, wireInput(input, transformer));
   } catch {
