@@ -33,7 +33,7 @@ export function idempotencyStatementName(sql: string): string {
   return name;
 }
 
-/** `sql` marked as the store's `label` statement (the mark also names it in Postgres' logs). */
-export function marked(label: string, sql: string): string {
+/** `sql` labelled as the store's `label` statement: the leading comment that names it, also in Postgres' logs. */
+export function labelledStatement(label: string, sql: string): string {
   return `${STATEMENT_MARK}${label} */ ${sql}`;
 }

@@ -13,7 +13,7 @@ import { expiredBatchDelete } from './expired-batch.ts';
 import { fastPathOf } from './fast-path.ts';
 import { explainingMissingTable } from './missing-table.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE, hasPostgresCode, quoteTable } from './sql.ts';
-import { marked } from './statement-names.ts';
+import { labelledStatement } from './statement-names.ts';
 
 export interface PrismaStoreOptions {
   /** The table (see the README for the model: `idempotencyKeysSchema()`). Default `idempotency_keys`. */
@@ -89,15 +89,15 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     throw new TypeError(
       'createPrismaIdempotencyStore: fastPath must be an adapter from withIdempotencyFastPath',
     );
-  const on = (tx?: SqlExecutor): SqlExecutor => fastPath?.executor(tx) ?? tx ?? db;
+  const executorFor = (tx?: SqlExecutor): SqlExecutor => fastPath?.executor(tx) ?? tx ?? db;
 
   const selectRecordSql = `
     select scope, procedure, key, fingerprint, state, response, lease_owner,
            coalesce(locked_until > now(), false) as lease_active, created_at, expires_at, replay_count
     from ${table} where ${where}`;
-  const selectRecord = marked('find', selectRecordSql);
+  const selectRecord = labelledStatement('find', selectRecordSql);
   async function find(key: RecordKey, tx?: SqlExecutor): Promise<IdempotencyRecord | null> {
-    const rows = await on(tx).$queryRawUnsafe<RecordRow[]>(selectRecord, ...keyParams(key));
+    const rows = await executorFor(tx).$queryRawUnsafe<RecordRow[]>(selectRecord, ...keyParams(key));
     const row = rows[0];
     return row ? toRecord(row) : null;
   }
@@ -198,13 +198,13 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
       ${session ? `from ${session}` : ''}
       where ${where} and ((${expiredRow}${variant.capped ? ` and ${inFlight} < ${cap}` : ''}) or ${deadLeaseSameRequest})
       returning 1 as updated`;
-    const built = { sql: marked(kind, sql), params };
+    const built = { sql: labelledStatement(kind, sql), params };
     statements.set(name, built);
     return built;
   }
 
   function run<T>(built: Statement, request: ClaimRequest, values: ClaimValues, tx?: SqlExecutor) {
-    return on(tx).$queryRawUnsafe<T[]>(
+    return executorFor(tx).$queryRawUnsafe<T[]>(
       built.sql,
       request.scope,
       request.procedure,
@@ -261,12 +261,12 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   // completed since: a busy principal's completions slowed down linearly (measured, docs/BENCHMARKS.md).
   // By the primary key alone, the row is one index probe away.
   const fenced = `${where} and lease_owner = $4::uuid`;
-  const renewSql = marked(
+  const renewSql = labelledStatement(
     'renew',
     `update ${table} set locked_until = now() + make_interval(secs => $5::double precision)
      where ${fenced}`,
   );
-  const completeSql = marked(
+  const completeSql = labelledStatement(
     'complete',
     `update ${table} set state = 'completed', response = $5, http_status = $6, lease_owner = null,
        locked_until = null
@@ -275,7 +275,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
   // The completion sent with the COMMIT (fast path, fastPath.deferUntilCommit): its row count cannot be read
   // before the COMMIT runs, so the statement itself fails when it matched no row — an invalid cast, whose error
   // rolls the whole transaction back — and the effect never commits without its response.
-  const completeAtCommitSql = marked(
+  const completeAtCommitSql = labelledStatement(
     'complete-at-commit',
     `with completed as (
        update ${table} set state = 'completed', response = $5, http_status = $6, lease_owner = null,
@@ -287,17 +287,17 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
      end as completed
      from completed`,
   );
-  const releaseSql = marked('release', `delete from ${table} where ${fenced}`);
+  const releaseSql = labelledStatement('release', `delete from ${table} where ${fenced}`);
   // Statistics: committed without waiting for the WAL flush (synchronous_commit off for this one implicit
   // transaction). A crash may lose the last few counts; a replay never waits on an fsync for them.
-  const countReplaySql = marked(
+  const countReplaySql = labelledStatement(
     'count-replay',
     `update ${table} set replay_count = replay_count + $4::int
      from (select set_config('synchronous_commit', 'off', true)) as session where ${where}`,
   );
 
   async function renewLease(key: RecordKey, owner: string, leaseSeconds: number): Promise<boolean> {
-    const count = await on().$executeRawUnsafe(renewSql, ...keyParams(key), owner, leaseSeconds);
+    const count = await executorFor().$executeRawUnsafe(renewSql, ...keyParams(key), owner, leaseSeconds);
     return count === 1;
   }
 
@@ -313,19 +313,19 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
       // Inside a transaction the completion can travel with the COMMIT (one round trip fewer): it then either
       // matched the row or rolled everything back, so true is the only answer a caller can observe.
       if (tx && fastPath?.deferUntilCommit(tx, completeAtCommitSql, values)) return true;
-      const count = await on(tx).$executeRawUnsafe(completeSql, ...values);
+      const count = await executorFor(tx).$executeRawUnsafe(completeSql, ...values);
       return count === 1;
     },
 
     async release(key, owner) {
-      const count = await on().$executeRawUnsafe(releaseSql, ...keyParams(key), owner);
+      const count = await executorFor().$executeRawUnsafe(releaseSql, ...keyParams(key), owner);
       return count === 1;
     },
 
     find: (key) => find(key),
 
     async countReplay(key, replays) {
-      await on().$executeRawUnsafe(countReplaySql, ...keyParams(key), replays);
+      await executorFor().$executeRawUnsafe(countReplaySql, ...keyParams(key), replays);
     },
 
     transaction<T>(fn: (tx: PrismaTransactionLike<TClient>) => Promise<T>, options: TransactionOptions) {

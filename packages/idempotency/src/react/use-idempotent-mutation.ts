@@ -165,7 +165,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
   const [state, setState] = useState<State>(IDLE);
 
   // This instance's mutable fields, read by the callbacks and never rendered.
-  const [self] = useState(() => ({
+  const [instance] = useState(() => ({
     /**
      * The in-flight submission's context: read by mutationFn (TanStack calls it a few microtasks after
      * mutateAsync). Only `submit` sets it, and never while one is in flight, so a call always reads its own.
@@ -184,7 +184,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
     // TanStack runs the mutationFn of the options it was given last, so this closes over the same render's
     // `mutationOptions` as the rest of those options (onSuccess, …).
     mutationFn: (variables, functionContext) => {
-      const context = self.context;
+      const context = instance.context;
       const mutationFn = context && mutationOptions({ trpc: { context } }).mutationFn;
       if (!mutationFn) throw new Error('useIdempotentMutation: not sent by submit(), or no mutationFn');
       return mutationFn(variables, functionContext);
@@ -195,7 +195,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
 
   const submit = useCallback(
     (input: TVariables): Promise<State> => {
-      if (self.inFlight) return self.inFlight;
+      if (instance.inFlight) return instance.inFlight;
 
       const record = store.ensure();
       const { key, sent: before, createdAt } = record;
@@ -249,7 +249,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
         const next: State = {
           status,
           attempt,
-          maxAttempts: self.maxAttempts,
+          maxAttempts: instance.maxAttempts,
           error,
           data,
           input: payload,
@@ -262,7 +262,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
         linkSeen = true;
         if (event.type === 'attempt') {
           attempt = event.attempt;
-          self.maxAttempts = event.maxAttempts;
+          instance.maxAttempts = event.maxAttempts;
           show(attempt > 1 ? 'retrying' : 'sending');
         } else if (event.type === 'retrying') {
           retryableError = event.error as TError;
@@ -271,7 +271,7 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
           replayed = event.replayed;
         }
       };
-      self.context = { idempotencyKey: key, idempotencyObserver: observer };
+      instance.context = { idempotencyKey: key, idempotencyObserver: observer };
       show('sending');
 
       const settle = (status: IdempotentMutationStatus, data: TData | undefined, error: TError | null) => {
@@ -283,13 +283,13 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
         setInFlightKey(null);
         // Developer warnings, left out of production builds (bundlers replace `process.env.NODE_ENV`).
         if (process.env.NODE_ENV !== 'production') {
-          self.warned ??= {};
-          if (!linkSeen && !self.warned.link) {
-            self.warned.link = true;
+          instance.warned ??= {};
+          if (!linkSeen && !instance.warned.link) {
+            instance.warned.link = true;
             console.warn('useIdempotentMutation: no idempotentRetryLink() in the tRPC client');
           }
-          if (status === 'unresolved' && !settings.transformer && !self.warned.transformer) {
-            self.warned.transformer = true;
+          if (status === 'unresolved' && !settings.transformer && !instance.warned.transformer) {
+            instance.warned.transformer = true;
             console.warn(
               'useIdempotentMutation: a re-sent payload got 422. If the tRPC links use a transformer, pass it as `transformer`.',
             );
@@ -303,23 +303,23 @@ export function useIdempotentMutation<TData, TError, TVariables, TOnMutateResult
           (error: TError) => settle(failureStatus(error, resent && !replayed), undefined, error),
         )
         .finally(() => {
-          if (self.inFlight === tracked) self.inFlight = null;
+          if (instance.inFlight === tracked) instance.inFlight = null;
         });
-      self.inFlight = tracked;
+      instance.inFlight = tracked;
       return tracked;
     },
-    [store, settingsRef, setInFlightKey, mutateAsync, self],
+    [store, settingsRef, setInFlightKey, mutateAsync, instance],
   );
 
   const reset = useCallback((): boolean => {
     // Another tab waiting for this intent's outcome: a new key here could run the same intent twice.
-    if (self.inFlight || isAlive(store.aliveAt())) return false;
+    if (instance.inFlight || isAlive(store.aliveAt())) return false;
     store.ensure(true);
     setInFlightKey(null);
     mutation.reset();
     setState(IDLE);
     return true;
-  }, [store, setInFlightKey, mutation.reset, self]);
+  }, [store, setInFlightKey, mutation.reset, instance]);
 
   const { inDoubt, inFlightElsewhere } = seen;
   return useMemo(
