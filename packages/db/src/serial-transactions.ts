@@ -37,19 +37,21 @@ export function serialTransactions(factory: PrismaPg): PrismaPg {
       if (property !== 'connect' || typeof value !== 'function') return value;
       return async () => {
         const adapter = (await Reflect.apply(value, target, [])) as Adapter;
-        return new Proxy(adapter, {
+        const wrapped: Adapter = new Proxy(adapter, {
           get(inner, name) {
             const member: unknown = Reflect.get(inner, name);
             if (typeof member !== 'function') return member;
             if (name !== 'startTransaction')
               return (...args: unknown[]) => Reflect.apply(member, inner, args);
-            // Called with the `this` it is given: a wrapper around this one (the idempotency fast path) may
-            // start the transaction on an adapter of its own making.
+            // Called on this proxy, it runs on the adapter itself; called with another `this` (the idempotency
+            // fast path's, which answers `client` itself), on that.
             return async function startTransaction(this: unknown, ...args: unknown[]) {
-              return inOrder((await Reflect.apply(member, this ?? inner, args)) as Transaction);
+              const self = this === wrapped || this === undefined ? inner : this;
+              return inOrder((await Reflect.apply(member, self, args)) as Transaction);
             };
           },
         });
+        return wrapped;
       };
     },
   });

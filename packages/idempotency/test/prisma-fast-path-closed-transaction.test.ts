@@ -14,13 +14,13 @@
 import { createPrismaClient, type Database, pgAdapter } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordKey } from '../src/index.ts';
-import { endsTransaction } from '../src/prisma/fast-path.ts';
 import {
   CommitRolledBackError,
   createPrismaIdempotencyStore,
   TransactionClosedError,
   withIdempotencyFastPath,
 } from '../src/prisma/index.ts';
+import { endsTransaction } from '../src/prisma/transaction-fence.ts';
 import { ownTableUrl, uniqueTableName } from './support/db.ts';
 import { keepingTransactions } from './support/keeping-transactions.ts';
 import { claimRequest, keyOf, output } from './support/store-fixtures.ts';

@@ -15,14 +15,17 @@ export interface SqliteDatabaseOptions {
    * SQLITE_BUSY. better-sqlite3's default is 5 000 ms.
    */
   busyTimeoutMs?: number;
+  /** Wraps the driver adapter factory before the client gets it (e.g. `withTransactionFence`). */
+  wrapAdapter?: (factory: PrismaBetterSqlite3) => PrismaBetterSqlite3;
 }
 
 export function createSqlitePrismaClient({
   file,
   busyTimeoutMs = 5_000,
+  wrapAdapter = (factory) => factory,
 }: SqliteDatabaseOptions): SqliteDatabase {
   return new PrismaClient({
-    adapter: new PrismaBetterSqlite3({ url: `file:${file}`, timeout: busyTimeoutMs }),
+    adapter: wrapAdapter(new PrismaBetterSqlite3({ url: `file:${file}`, timeout: busyTimeoutMs })),
   });
 }
 

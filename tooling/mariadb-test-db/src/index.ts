@@ -15,8 +15,15 @@ export function mariadbServerUrl(): string {
   return process.env.MARIADB_URL ?? 'mariadb://root@127.0.0.1:3306/test';
 }
 
-/** A Prisma client on `url` with a pool of `connectionLimit` connections. */
-export function createMariadbPrismaClient(url: string, connectionLimit = 10): PrismaClient {
+/**
+ * A Prisma client on `url` with a pool of `connectionLimit` connections; `wrapAdapter` wraps the driver adapter
+ * factory before the client gets it (e.g. `withTransactionFence`).
+ */
+export function createMariadbPrismaClient(
+  url: string,
+  connectionLimit = 10,
+  wrapAdapter: (factory: PrismaMariaDb) => PrismaMariaDb = (factory) => factory,
+): PrismaClient {
   const { hostname, port, username, password, pathname } = new URL(url);
   const adapter = new PrismaMariaDb({
     host: hostname,
@@ -26,7 +33,7 @@ export function createMariadbPrismaClient(url: string, connectionLimit = 10): Pr
     database: pathname.slice(1),
     connectionLimit,
   });
-  return new PrismaClient({ adapter });
+  return new PrismaClient({ adapter: wrapAdapter(adapter) });
 }
 
 export interface ScratchMariadb {

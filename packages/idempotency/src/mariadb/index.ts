@@ -6,6 +6,7 @@
 export { type CleanupResult, cleanupExpiredKeys } from '../prisma/cleanup.ts';
 export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../prisma/client.ts';
 export { DEFAULT_IDEMPOTENCY_TABLE } from '../prisma/sql.ts';
+export { TransactionClosedError, withTransactionFence } from '../prisma/transaction-fence.ts';
 export {
   MariadbIdempotencyTableMissingError,
   MariadbKeyColumnTooLongError,

@@ -42,6 +42,7 @@ import {
   statementOf,
 } from './node-postgres.ts';
 import type { TransactionConnection } from './transaction-connection.ts';
+import { endsTransaction, TransactionClosedError } from './transaction-fence.ts';
 
 /** The slice of Prisma's driver adapter interfaces (`@prisma/driver-adapter-utils`) the fast path uses. */
 export interface SqlQueryLike {
@@ -225,24 +226,6 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
   return wrapped as WithFastPath<TFactory>;
 }
 
-/** A statement that starts with a comment or with one of the words that end a transaction. */
-const MAY_END_TRANSACTION = /^\s*(?:\/\*|--|commit|end|rollback|abort)/i;
-
-/**
- * True for a statement that ends the transaction: COMMIT, END, ROLLBACK or ABORT (WORK or TRANSACTION, AND NO
- * CHAIN), comments aside. Not ROLLBACK TO SAVEPOINT (the end of a nested transaction), nor … AND CHAIN (a new
- * transaction starts at once on the same connection, and the procedure's statements go on in it).
- */
-export function endsTransaction(sql: string): boolean {
-  // Every statement of every transaction on the adapter passes here: most are told apart by their first word,
-  // without copying the text.
-  if (!MAY_END_TRANSACTION.test(sql)) return false;
-  const bare = sql.replace(/\/\*[\s\S]*?\*\/|--[^\n]*/g, ' ');
-  return /^\s*(?:commit|end|rollback|abort)(?:\s+(?:work|transaction))?(?:\s+and\s+no\s+chain)?\s*;?\s*$/i.test(
-    bare,
-  );
-}
-
 /** The node-postgres client under Prisma's pg adapter transaction (`PgTransaction.client`), if it has one. */
 function clientOf(transaction: object): { end(): Promise<void> } | undefined {
   const client = (transaction as { client?: { end?: unknown } }).client;
@@ -250,14 +233,6 @@ function clientOf(transaction: object): { end(): Promise<void> } | undefined {
 }
 
 /** A statement sent on a transaction after its COMMIT or ROLLBACK: refused, never sent. */
-export class TransactionClosedError extends Error {
-  override readonly name = 'TransactionClosedError';
-
-  constructor() {
-    super('Transaction already closed: a statement sent after its COMMIT or ROLLBACK was refused, not sent');
-  }
-}
-
 /** The fast path `withIdempotencyFastPath` put on `factory`, if any. */
 export function fastPathOf(factory: object): IdempotencyFastPath | undefined {
   return (factory as { [FAST_PATH]?: IdempotencyFastPath })[FAST_PATH];

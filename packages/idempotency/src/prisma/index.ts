@@ -5,12 +5,7 @@
 
 export { type CleanupResult, cleanupExpiredKeys } from './cleanup.ts';
 export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
-export {
-  type FastPathOptions,
-  TransactionClosedError,
-  type WithFastPath,
-  withIdempotencyFastPath,
-} from './fast-path.ts';
+export { type FastPathOptions, type WithFastPath, withIdempotencyFastPath } from './fast-path.ts';
 export { IdempotencyTableMissingError } from './missing-table.ts';
 export {
   createIdempotencyKeyOperations,
@@ -32,3 +27,4 @@ export { DEFAULT_IDEMPOTENCY_TABLE } from './sql.ts';
 export { idempotencyStatementName } from './statement-names.ts';
 export { createPrismaIdempotencyStore, type PrismaStoreOptions } from './store.ts';
 export { CommitRolledBackError } from './transaction-connection.ts';
+export { TransactionClosedError, withTransactionFence } from './transaction-fence.ts';

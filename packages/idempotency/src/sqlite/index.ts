@@ -5,6 +5,7 @@
 
 export { type CleanupResult, cleanupExpiredKeys } from '../prisma/cleanup.ts';
 export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../prisma/client.ts';
+export { TransactionClosedError, withTransactionFence } from '../prisma/transaction-fence.ts';
 export { type SqliteIdempotencyKeysSchema, sqliteIdempotencyKeysSchema } from './schema.ts';
 export { DEFAULT_SQLITE_IDEMPOTENCY_TABLE } from './sql.ts';
 export {

@@ -12,14 +12,15 @@ export function keepingTransactions<TFactory extends AdapterFactory, TTransactio
   kept: TTransaction[],
 ): TFactory {
   return new Proxy(factory, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
+    get(target, property) {
+      const value = Reflect.get(target, property);
       if (property !== 'connect') return value;
       return async () => {
         const connected = await target.connect();
         return new Proxy(connected, {
-          get(inner, name, innerReceiver) {
-            const member = Reflect.get(inner, name, innerReceiver);
+          // Read on the adapter itself: a getter that reads a private field (#…) fails on a proxy.
+          get(inner, name) {
+            const member = Reflect.get(inner, name);
             if (name !== 'startTransaction')
               return typeof member === 'function' ? member.bind(inner) : member;
             return async (...args: Parameters<typeof connected.startTransaction>) => {
