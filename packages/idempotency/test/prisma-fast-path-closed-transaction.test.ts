@@ -20,7 +20,7 @@ import {
   TransactionClosedError,
   withIdempotencyFastPath,
 } from '../src/prisma/index.ts';
-import { endsTransaction } from '../src/prisma/transaction-fence.ts';
+import { endsTransaction } from '../src/stores/transaction-fence.ts';
 import { ownTableUrl, uniqueTableName } from './support/db.ts';
 import { keepingTransactions } from './support/keeping-transactions.ts';
 import { claimRequest, keyOf, output } from './support/store-fixtures.ts';

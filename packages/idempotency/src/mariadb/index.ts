@@ -3,10 +3,10 @@
  * `@prisma/adapter-mariadb`: the store the tRPC adapter claims with, and the table's schema.
  */
 
-export { type CleanupResult, cleanupExpiredKeys } from '../prisma/cleanup.ts';
-export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../prisma/client.ts';
-export { DEFAULT_IDEMPOTENCY_TABLE } from '../prisma/sql.ts';
-export { TransactionClosedError, withTransactionFence } from '../prisma/transaction-fence.ts';
+export { type CleanupResult, cleanupExpiredKeys } from '../stores/cleanup.ts';
+export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
+export { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
+export { TransactionClosedError, withTransactionFence } from '../stores/transaction-fence.ts';
 export {
   MariadbIdempotencyTableMissingError,
   MariadbKeyColumnTooLongError,

@@ -12,7 +12,7 @@
  *   the session's local time.
  * - response is MEDIUMTEXT (16 MiB): TEXT stops at 64 KiB.
  */
-import { DEFAULT_IDEMPOTENCY_TABLE } from '../prisma/sql.ts';
+import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import { bareMariadbTableName, MARIADB_KEY_COLUMN_BYTES, quoteMariadbTable } from './sql.ts';
 
 interface Column {

@@ -6,8 +6,8 @@
 import { tooManyInFlightError } from '../core/errors.ts';
 import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
-import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../prisma/client.ts';
-import { DEFAULT_IDEMPOTENCY_TABLE } from '../prisma/sql.ts';
+import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
+import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import {
   explainingMissingMariadbTable,
   MariadbKeyColumnTooLongError,

@@ -2,7 +2,7 @@
  * The batch delete of expired keys, shared by the store (`deleteExpiredBatch`) and the key operations
  * (`deleteExpired`, whose batches run in a transaction with the caller's per-batch callback).
  */
-import type { SqlExecutor } from './client.ts';
+import type { SqlExecutor } from '../stores/prisma-client.ts';
 import { quoteTable } from './sql.ts';
 
 /** Deletes up to `batchSize` expired keys whose lease is not live, through `on`; returns how many. */

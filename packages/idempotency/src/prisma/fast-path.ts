@@ -33,7 +33,15 @@
  * error; the store recognises all of them (lock timeout, missing table).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { SqlExecutor } from './client.ts';
+import type {
+  DriverAdapterFactoryLike,
+  DriverAdapterLike,
+  SqlQueryableLike,
+  SqlQueryLike,
+  TransactionLike,
+} from '../stores/driver-adapter.ts';
+import type { SqlExecutor } from '../stores/prisma-client.ts';
+import { endsTransaction, TransactionClosedError } from '../stores/transaction-fence.ts';
 import {
   executorOnConnection,
   executorOnPool,
@@ -42,32 +50,6 @@ import {
   statementOf,
 } from './node-postgres.ts';
 import type { TransactionConnection } from './transaction-connection.ts';
-import { endsTransaction, TransactionClosedError } from './transaction-fence.ts';
-
-/** The slice of Prisma's driver adapter interfaces (`@prisma/driver-adapter-utils`) the fast path uses. */
-export interface SqlQueryLike {
-  sql: string;
-  args: unknown[];
-  argTypes: Array<{ scalarType: string; arity: 'scalar' | 'list' }>;
-}
-export interface SqlQueryableLike {
-  readonly provider: string;
-  readonly adapterName: string;
-  queryRaw(query: SqlQueryLike): Promise<{ columnNames: string[]; columnTypes: number[]; rows: unknown[][] }>;
-  executeRaw(query: SqlQueryLike): Promise<number>;
-}
-export interface TransactionLike extends SqlQueryableLike {
-  commit(): Promise<void>;
-  rollback(): Promise<void>;
-}
-export interface DriverAdapterLike extends SqlQueryableLike {
-  startTransaction(...args: never[]): Promise<TransactionLike>;
-}
-export interface DriverAdapterFactoryLike {
-  readonly provider: string;
-  readonly adapterName: string;
-  connect(): Promise<DriverAdapterLike>;
-}
 
 /** What the store asks of the fast path (the value `withIdempotencyFastPath` returns carries it). */
 export interface IdempotencyFastPath {

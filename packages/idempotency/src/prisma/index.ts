@@ -3,8 +3,10 @@
  * claims with, the operations that admin tools, metrics and cleanup jobs use, and the table's schema.
  */
 
-export { type CleanupResult, cleanupExpiredKeys } from './cleanup.ts';
-export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
+export { type CleanupResult, cleanupExpiredKeys } from '../stores/cleanup.ts';
+export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
+export { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
+export { TransactionClosedError, withTransactionFence } from '../stores/transaction-fence.ts';
 export { type FastPathOptions, type WithFastPath, withIdempotencyFastPath } from './fast-path.ts';
 export { IdempotencyTableMissingError } from './missing-table.ts';
 export {
@@ -23,8 +25,6 @@ export {
   type KeyStatus,
 } from './operations.ts';
 export { type IdempotencyKeysSchema, idempotencyKeysSchema } from './schema.ts';
-export { DEFAULT_IDEMPOTENCY_TABLE } from './sql.ts';
 export { idempotencyStatementName } from './statement-names.ts';
 export { createPrismaIdempotencyStore, type PrismaStoreOptions } from './store.ts';
 export { CommitRolledBackError } from './transaction-connection.ts';
-export { TransactionClosedError, withTransactionFence } from './transaction-fence.ts';

@@ -6,10 +6,11 @@
 
 import { LOG_KEY_HASH_LENGTH, logKeyHash } from '../core/log-key-hash.ts';
 import type { RecordKey, RecordState } from '../core/record.ts';
-import { type CleanupResult, cleanupExpiredKeys } from './cleanup.ts';
-import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
+import { type CleanupResult, cleanupExpiredKeys } from '../stores/cleanup.ts';
+import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
+import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import { expiredBatchDelete } from './expired-batch.ts';
-import { DEFAULT_IDEMPOTENCY_TABLE, quoteTable } from './sql.ts';
+import { quoteTable } from './sql.ts';
 
 /** processing under a live lease | processing with its lease ended (its owner is gone) | completed */
 export type KeyStatus = 'in_flight' | 'stuck' | 'completed';

@@ -3,7 +3,8 @@
  * lists below. The package README embeds their output for the default table and a test checks the README, this
  * repo's `prisma/schema.prisma` and its migrations against them, so the documented table is the one in use.
  */
-import { bareTableName, DEFAULT_IDEMPOTENCY_TABLE, quoteTable } from './sql.ts';
+import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
+import { bareTableName, quoteTable } from './sql.ts';
 
 interface Column {
   name: string;

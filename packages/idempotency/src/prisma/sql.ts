@@ -1,8 +1,5 @@
 /** SQL helpers shared by the store, the key operations and the schema: one quoting rule, one error test. */
 
-/** The table the store, the operations and the schema use unless told otherwise (also a metric label). */
-export const DEFAULT_IDEMPOTENCY_TABLE = 'idempotency_keys';
-
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
 
 /** `name` or `schema.name`, as quoted SQL identifiers; anything else is refused (it is spliced into SQL). */

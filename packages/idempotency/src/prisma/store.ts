@@ -8,11 +8,12 @@
 import { tooManyInFlightError } from '../core/errors.ts';
 import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
-import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from './client.ts';
+import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
+import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import { expiredBatchDelete } from './expired-batch.ts';
 import { fastPathOf } from './fast-path.ts';
 import { explainingMissingTable } from './missing-table.ts';
-import { DEFAULT_IDEMPOTENCY_TABLE, hasPostgresCode, quoteTable } from './sql.ts';
+import { hasPostgresCode, quoteTable } from './sql.ts';
 import { labelledStatement } from './statement-names.ts';
 
 export interface PrismaStoreOptions {

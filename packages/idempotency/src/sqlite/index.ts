@@ -3,9 +3,9 @@
  * adapter: the store the tRPC adapter claims with, and the table's schema (DDL and Prisma model).
  */
 
-export { type CleanupResult, cleanupExpiredKeys } from '../prisma/cleanup.ts';
-export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../prisma/client.ts';
-export { TransactionClosedError, withTransactionFence } from '../prisma/transaction-fence.ts';
+export { type CleanupResult, cleanupExpiredKeys } from '../stores/cleanup.ts';
+export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
+export { TransactionClosedError, withTransactionFence } from '../stores/transaction-fence.ts';
 export { type SqliteIdempotencyKeysSchema, sqliteIdempotencyKeysSchema } from './schema.ts';
 export { DEFAULT_SQLITE_IDEMPOTENCY_TABLE } from './sql.ts';
 export {

@@ -27,7 +27,7 @@
 import { IdempotencyStoreSetupError, tooManyInFlightError } from '../core/errors.ts';
 import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
-import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../prisma/client.ts';
+import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
 import {
   bindNamed,
   DEFAULT_SQLITE_IDEMPOTENCY_TABLE,

@@ -13,7 +13,7 @@ import type {
   DriverAdapterLike,
   SqlQueryLike,
   TransactionLike,
-} from './fast-path.ts';
+} from './driver-adapter.ts';
 
 export class TransactionClosedError extends Error {
   override readonly name = 'TransactionClosedError';
