@@ -61,6 +61,13 @@ function schemaFor(production: boolean) {
        * `1`: the idempotency layer's spans join the process's traces (`@idem/idempotency/otel`). Needs an
        * OpenTelemetry SDK registered in the process to record anything; off by default.
        */
+      /**
+       * An OTLP/HTTP collector (e.g. `http://127.0.0.1:4318`): set, the process starts the OpenTelemetry SDK and
+       * sends its traces there (server/observability/otel-sdk.ts). Unset (the default): no SDK, nothing sent.
+       */
+      OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+      /** The service name the traces are sent under. */
+      OTEL_SERVICE_NAME: z.string().min(1).default('idem-web'),
       /** Where a trace is seen, `{traceId}` replaced (e.g. `https://jaeger.example/trace/{traceId}`): admin links. */
       IDEM_TRACE_URL: z
         .url({ protocol: /^https?$/ })

@@ -11,5 +11,10 @@ export async function register() {
   const { warmJobQueue } = await import('./server/jobs');
   warmJobQueue();
   const { env } = await import('./env');
-  if (env.IDEM_TRACING) (await import('@idem/idempotency/otel')).traceIdempotency();
+  if (env.OTEL_EXPORTER_OTLP_ENDPOINT)
+    (await import('./server/observability/otel-sdk')).startTracingSdk(
+      env.OTEL_EXPORTER_OTLP_ENDPOINT,
+      env.OTEL_SERVICE_NAME,
+    );
+  else if (env.IDEM_TRACING) (await import('@idem/idempotency/otel')).traceIdempotency();
 }
