@@ -15,7 +15,7 @@ import {
   runConformanceCli,
 } from '@idem/conformance';
 import { repoRoot } from '../repository.ts';
-import { KEY_PREFIX, peerSettingsFromEnv } from './config.ts';
+import { KEY_PREFIX, type PeerSettings, peerSettingsFromEnv } from './config.ts';
 import { arms } from './contenders.ts';
 import { startServerProcess } from './processes.ts';
 import { withRedis } from './redis-keys.ts';
@@ -79,49 +79,61 @@ function table(reports: ReadonlyArray<readonly [string, Record<ProfileName, CliR
   return [header, rule, ...rows, ...profiles].join('\n');
 }
 
-async function main() {
-  const settings = peerSettingsFromEnv();
-  await withPeersDatabase(log, async (databaseUrl) => {
-    const env = {
-      DATABASE_URL: databaseUrl,
-      BENCH_REDIS_URL: settings.redisUrl,
-      BENCH_PEERS_POOL: String(settings.poolSize),
-      BENCH_PEERS_KEY_PREFIX: KEY_PREFIX,
-    };
-    const reports: Array<readonly [string, Record<ProfileName, CliReport>]> = [];
-    for (const contender of CONTENDERS) {
-      const arm = arms[contender];
-      const server = await startServerProcess(
-        arm.server,
-        'conformance',
-        env,
-        process.env.BENCH_VERBOSE === '1',
-      );
-      try {
-        log(`${arm.label}: ${server.url}${arm.path}`);
-        const byProfile = await checkContender(`${server.url}${arm.path}`, EFFECT_POINTER[contender]);
-        for (const [profile, report] of Object.entries(byProfile))
-          for (const row of report.rows.filter((each) => each.result === 'fail' && each.required))
-            log(`  ${profile}: fail ${row.id}: ${row.detail.replace(/\n/g, ' ').slice(0, 200)}`);
-        reports.push([arm.label, byProfile]);
-      } finally {
-        await server.stop();
-      }
+/**
+ * Runs the section on `databaseUrl` (migrated, with `bench_effects`): each contender's server in turn, the table
+ * printed and written between the conformance markers of docs/BENCHMARKS.md. `pnpm bench:peers` runs it too.
+ */
+export async function runConformanceSection(
+  databaseUrl: string,
+  settings: PeerSettings,
+  log: (line: string) => void,
+): Promise<void> {
+  const env = {
+    DATABASE_URL: databaseUrl,
+    BENCH_REDIS_URL: settings.redisUrl,
+    BENCH_PEERS_POOL: String(settings.poolSize),
+    BENCH_PEERS_KEY_PREFIX: KEY_PREFIX,
+  };
+  const reports: Array<readonly [string, Record<ProfileName, CliReport>]> = [];
+  for (const contender of CONTENDERS) {
+    const arm = arms[contender];
+    const server = await startServerProcess(
+      arm.server,
+      'conformance',
+      env,
+      process.env.BENCH_VERBOSE === '1',
+    );
+    try {
+      log(`conformance: ${arm.label}: ${server.url}${arm.path}`);
+      const byProfile = await checkContender(`${server.url}${arm.path}`, EFFECT_POINTER[contender]);
+      for (const [profile, report] of Object.entries(byProfile))
+        for (const row of report.rows.filter((each) => each.result === 'fail' && each.required))
+          log(`  ${profile}: fail ${row.id}: ${row.detail.replace(/\n/g, ' ').slice(0, 200)}`);
+      reports.push([arm.label, byProfile]);
+    } finally {
+      await server.stop();
     }
-    await withRedis(settings.redisUrl, (redis) => redis.deleteByPrefix(KEY_PREFIX));
-    const date = new Date().toISOString().slice(0, 16).replace('T', ' ');
-    const block = `${START}\nMeasured ${date} UTC by \`pnpm bench:conformance\`.\n\n${table(reports)}\n${END}`;
-    console.log(`\n${block}`);
-    const doc = readFileSync(DOC, 'utf8');
-    const at = doc.indexOf(START);
-    const end = doc.indexOf(END);
-    if (at < 0 || end < at) throw new Error(`${DOC} has no ${START} … ${END} block`);
-    writeFileSync(DOC, `${doc.slice(0, at)}${block}${doc.slice(end + END.length)}`);
-    log('wrote the table into docs/BENCHMARKS.md');
-  });
+  }
+  await withRedis(settings.redisUrl, (redis) => redis.deleteByPrefix(KEY_PREFIX));
+  const date = new Date().toISOString().slice(0, 16).replace('T', ' ');
+  const block = `${START}\nMeasured ${date} UTC by \`pnpm bench:conformance\` (also part of \`pnpm bench:peers\`).\n\n${table(reports)}\n${END}`;
+  console.log(`\n${block}`);
+  const doc = readFileSync(DOC, 'utf8');
+  const at = doc.indexOf(START);
+  const end = doc.indexOf(END);
+  if (at < 0 || end < at) throw new Error(`${DOC} has no ${START} … ${END} block`);
+  writeFileSync(DOC, `${doc.slice(0, at)}${block}${doc.slice(end + END.length)}`);
+  log('wrote the conformance table into docs/BENCHMARKS.md');
 }
 
-main().catch((error: unknown) => {
-  console.error(`[bench:conformance] ${error instanceof Error ? error.message : String(error)}`);
-  process.exitCode = 1;
-});
+async function main() {
+  const settings = peerSettingsFromEnv();
+  await withPeersDatabase(log, (databaseUrl) => runConformanceSection(databaseUrl, settings, log));
+}
+
+// Run as a script (`pnpm bench:conformance`), not when bench:peers imports the section.
+if (import.meta.url === `file://${process.argv[1]}`)
+  main().catch((error: unknown) => {
+    console.error(`[bench:conformance] ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 1;
+  });

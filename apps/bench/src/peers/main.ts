@@ -7,6 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { messageOf, repoRoot } from '../repository.ts';
 import { peerSettingsFromEnv } from './config.ts';
+import { runConformanceSection } from './conformance.ts';
 import { formatPeersReport } from './report.ts';
 import { runPeerBench } from './run-peers.ts';
 import { withPeersDatabase } from './scratch-database.ts';
@@ -38,6 +39,7 @@ async function main() {
     console.log(formatPeersReport(result));
     mergeIntoResults(result);
     log('merged into docs/bench-results.json (peers)');
+    await runConformanceSection(databaseUrl, settings, log);
   });
 }
 
