@@ -91,9 +91,9 @@ describe('idempotentRetryLink', () => {
     expect(shop.requests.map((request) => request.input)).toEqual([anOrder, anOrder]);
     expect(delays).toEqual([500]);
     expect(events).toEqual([
-      { type: 'attempt', attempt: 1, maxAttempts: 5 },
+      { type: 'attempt', attempt: 1, maxAttempts: 8 },
       { type: 'retrying', attempt: 1, delayMs: 500, reason: 'network', error: expect.anything() },
-      { type: 'attempt', attempt: 2, maxAttempts: 5 },
+      { type: 'attempt', attempt: 2, maxAttempts: 8 },
       { type: 'response', ok: true, replayed: true, status: 200 },
     ]);
   });
@@ -451,7 +451,7 @@ describe('idempotentRetryLink: what it reports, and an abort during the backoff'
 
     expect(await failure(client.checkout.placeOrder.mutate(anOrder, { context }))).toBe(declined);
     expect(events).toEqual([
-      { type: 'attempt', attempt: 1, maxAttempts: 5 },
+      { type: 'attempt', attempt: 1, maxAttempts: 8 },
       { type: 'response', ok: false, replayed: false, status: 402 },
     ]);
   });
@@ -474,7 +474,7 @@ describe('idempotentRetryLink: what it reports, and an abort during the backoff'
 
     expect(await failure(client.checkout.placeOrder.mutate(anOrder, { context }))).toBe(declined);
     expect(events).toEqual([
-      { type: 'attempt', attempt: 1, maxAttempts: 5 },
+      { type: 'attempt', attempt: 1, maxAttempts: 8 },
       { type: 'response', ok: false, replayed: true, status: undefined },
     ]);
   });
@@ -493,7 +493,7 @@ describe('idempotentRetryLink: what it reports, and an abort during the backoff'
     };
 
     expect(await failure(client.checkout.placeOrder.mutate(anOrder, { context }))).toBe(timedOut);
-    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 5 }]);
+    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 8 }]);
   });
 
   // A context assembled by app code may carry something that is not a function under idempotencyObserver: it is
@@ -675,7 +675,7 @@ describe('idempotentRetryLink as an observable (what the next link, or tRPC, sub
     attempts[0]?.observer.next(anEnvelope);
     attempts[0]?.observer.complete();
     expect(received).toEqual([]);
-    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 5 }]);
+    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 8 }]);
   });
 
   // …and a late retryable failure of that attempt must not start a retry nobody is waiting for.
@@ -689,7 +689,7 @@ describe('idempotentRetryLink as an observable (what the next link, or tRPC, sub
     expect(sleep).not.toHaveBeenCalled();
     expect(sent).toHaveLength(1);
     expect(received).toEqual([]);
-    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 5 }]);
+    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 8 }]);
   });
 
   // Unsubscribing is how tRPC and React Query cancel without an AbortSignal: the backoff must end with it —

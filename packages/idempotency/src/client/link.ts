@@ -45,7 +45,7 @@ export interface IdempotentRetryLinkOptions<TRouter extends AnyTRPCRouter = AnyT
    * be listed, and no other.
    */
   requireKeyFor?: Readonly<Record<IdempotentProcedurePath<TRouter>, true>>;
-  /** Total attempts, the first one included. Default 5. */
+  /** Total attempts, the first one included. Default 8: waits of 11.25–22.5 s in all (`constants.ts`). */
   maxAttempts?: number;
   /** A server's `Retry-After` is honoured up to this long. Default 30 000 ms. */
   maxRetryAfterMs?: number;
