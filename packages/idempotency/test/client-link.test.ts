@@ -168,7 +168,7 @@ describe('idempotentRetryLink', () => {
     expect(shop.requests).toHaveLength(1);
   });
 
-  it('honours Retry-After in delta-seconds on a 409 (instead of the backoff)', async () => {
+  it('honours Retry-After in delta-seconds on a 409 (longer than the backoff)', async () => {
     const { shop, client, delays, events, context } = setup({}, { retryAfter: '2' });
     shop.faults.push(409);
 
@@ -190,6 +190,17 @@ describe('idempotentRetryLink', () => {
     await client.checkout.placeOrder.mutate(anOrder, { context });
 
     expect(delays).toEqual([3000, 3000]);
+  });
+
+  // A server that answers every attempt with a short Retry-After (409 here; a 503 of a restarting store alike)
+  // must not shrink the retries to a few seconds in all: the backoff's wait stands when it is longer.
+  it('takes Retry-After as the least wait: the backoff still applies when longer', async () => {
+    const { shop, client, delays, context } = setup({}, { retryAfter: '1' });
+    shop.faults.push(409, 409, 409, 409, 409, 409, 409);
+
+    await expect(client.checkout.placeOrder.mutate(anOrder, { context })).resolves.toMatchObject({ id: 1 });
+
+    expect(delays).toEqual([1000, 1000, 2000, 4000, 5000, 5000, 5000]);
   });
 
   it('caps Retry-After at maxRetryAfterMs', async () => {

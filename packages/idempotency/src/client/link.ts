@@ -1,6 +1,7 @@
 /**
  * `idempotentRetryLink()`: re-sends a keyed mutation — the same operation, so the same Idempotency-Key — when
- * the failure is retryable (see `retry-policy.ts`), waiting `Retry-After` or a jittered backoff in between.
+ * the failure is retryable (see `retry-policy.ts`), waiting a jittered backoff in between, or the server's
+ * `Retry-After` when that is longer.
  *
  * Place it before the terminating link, e.g.
  * `links: [loggerLink(…), idempotentRetryLink(), splitLink({ condition: (op) => op.type === 'mutation',
@@ -165,9 +166,13 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
                   fail(error);
                   return;
                 }
-                const delayMs =
-                  parseRetryAfter(readResponseHeader(response, RETRY_AFTER_HEADER), now(), maxRetryAfterMs) ??
-                  backoffDelayMs(attempt, options);
+                const retryAfter = readResponseHeader(response, RETRY_AFTER_HEADER);
+                // `Retry-After` is the least the server asks to wait; the backoff's wait, when longer, keeps the
+                // schedule's least total (a restart that answers every attempt with `Retry-After: 1` is ridden out).
+                const delayMs = Math.max(
+                  parseRetryAfter(retryAfter, now(), maxRetryAfterMs) ?? 0,
+                  backoffDelayMs(attempt, options),
+                );
                 notify({ type: 'retrying', attempt, delayMs, reason, error });
                 wait(delayMs, waiting.signal).then(
                   () => {
