@@ -17,9 +17,11 @@ import { afterEach, beforeEach, describe, expect, expectTypeOf, it, vi } from 'v
 import {
   abortableSleep,
   classifyFailure,
+  IdempotencyOutcomeUnknownError,
   type IdempotentProcedurePath,
   type IdempotentRetryLinkOptions,
   idempotentRetryLink,
+  isIdempotencyOutcomeUnknown,
   MissingIdempotencyKeyError,
   type RetryLinkEvent,
 } from '../src/client/index.ts';
@@ -115,13 +117,33 @@ describe('idempotentRetryLink', () => {
     expect(events.at(-1)).toEqual({ type: 'response', ok: true, replayed: false, status: 200 });
   });
 
-  it('stops at maxAttempts and fails with the last (retryable) error', async () => {
+  it('stops at maxAttempts and fails as outcome unknown, with the key, the attempts and the last error', async () => {
     const { shop, client, delays, events, key, context } = setup({ maxAttempts: 3 });
     shop.faults.push(503, 503, 503, 503);
 
     const error = await failure(client.checkout.placeOrder.mutate(anOrder, { context }));
 
+    expect(error).toBeInstanceOf(TRPCClientError);
+    expect(isIdempotencyOutcomeUnknown(error)).toBe(true);
+    expect(error.cause).toBeInstanceOf(IdempotencyOutcomeUnknownError);
+    expect(error.cause).toMatchObject({
+      name: 'IdempotencyOutcomeUnknownError',
+      key,
+      path: 'checkout.placeOrder',
+      attempts: 3,
+      reason: 'server-error',
+    });
+    expect(error.message).toBe(
+      'Outcome unknown: checkout.placeOrder got no answer in 3 attempts (last: provider down). ' +
+        'Retry with the same idempotency key: the server runs it at most once.',
+    );
+    // The last attempt's error, and what was read from it, as it was.
+    expect((error.cause as Error).cause).toMatchObject({
+      name: 'TRPCClientError',
+      data: { httpStatus: 503 },
+    });
     expect(error.data?.httpStatus).toBe(503);
+    expect(error.meta?.response).toBeInstanceOf(Response);
     expect(classifyFailure(error)).toBe('retry');
     expect(shop.requests.map((request) => request.key)).toEqual([key, key, key]);
     expect(delays).toEqual([500, 1000]);
@@ -134,9 +156,30 @@ describe('idempotentRetryLink', () => {
   it('with maxAttempts 1 never retries', async () => {
     const { shop, client, context } = setup({ maxAttempts: 1 });
     shop.faults.push('drop-request');
-    await failure(client.checkout.placeOrder.mutate(anOrder, { context }));
+    const error = await failure(client.checkout.placeOrder.mutate(anOrder, { context }));
     expect(shop.requests).toHaveLength(1);
+    expect(error.cause).toMatchObject({ attempts: 1, reason: 'network' });
+    expect(error.message).toMatch(
+      /^Outcome unknown: checkout\.placeOrder got no answer in 1 attempt \(last: fetch failed\)/,
+    );
   });
+
+  // The server decided: a final answer after earlier attempts got none is that answer, not "unknown" — the same
+  // key got it, so it is the outcome (a replay, or the first decision on the key).
+  it.each([402, 422] as const)(
+    'a final %s after lost attempts is the server’s answer, not outcome unknown',
+    async (status) => {
+      const { shop, client, events, context } = setup();
+      shop.faults.push('drop-request', 503, status);
+
+      const error = await failure(client.checkout.placeOrder.mutate(anOrder, { context }));
+
+      expect(error.data?.httpStatus).toBe(status);
+      expect(isIdempotencyOutcomeUnknown(error)).toBe(false);
+      expect(error.cause).not.toBeInstanceOf(IdempotencyOutcomeUnknownError);
+      expect(events.at(-1)).toEqual({ type: 'response', ok: false, replayed: false, status });
+    },
+  );
 
   it.each([
     [402, 'PAYMENT_REQUIRED'],
@@ -158,6 +201,26 @@ describe('idempotentRetryLink', () => {
     expect(replayed.data?.httpStatus).toBe(status);
     expect(events.at(-1)).toEqual({ type: 'response', ok: false, replayed: true, status });
     expect(shop.requests).toHaveLength(2);
+  });
+
+  it('isIdempotencyOutcomeUnknown: the call’s error with that cause, by class or by name; nothing else', () => {
+    const cause = new IdempotencyOutcomeUnknownError(
+      { key: 'k-1', path: 'checkout.placeOrder', attempts: 2, reason: 'network' },
+      { cause: new TypeError('fetch failed') },
+    );
+    expect(isIdempotencyOutcomeUnknown(new TRPCClientError(cause.message, { cause }))).toBe(true);
+    // Another copy of the package in the bundle: another class, the same names.
+    const copy = { name: 'IdempotencyOutcomeUnknownError', key: 'k-1', attempts: 2 };
+    expect(isIdempotencyOutcomeUnknown({ name: 'TRPCClientError', cause: copy })).toBe(true);
+    expect(isIdempotencyOutcomeUnknown(cause)).toBe(false);
+    expect(isIdempotencyOutcomeUnknown(TRPCClientError.from(new TypeError('fetch failed')))).toBe(false);
+    expect(
+      isIdempotencyOutcomeUnknown({
+        name: 'TRPCClientError',
+        cause: { name: 'IdempotencyOutcomeUnknownError' },
+      }),
+    ).toBe(false);
+    expect(isIdempotencyOutcomeUnknown(null)).toBe(false);
   });
 
   it('does not retry a validation error (400)', async () => {
@@ -654,7 +717,16 @@ const declinedCard = () =>
   TRPCClientError.from({
     error: { code: -32000, message: 'Card declined', data: { code: 'PAYMENT_REQUIRED', httpStatus: 402 } },
   });
+const tooMany = () =>
+  TRPCClientError.from({
+    error: { code: -32029, message: 'Too many', data: { code: 'TOO_MANY_REQUESTS', httpStatus: 429 } },
+  });
+const lost = () => TRPCClientError.from(new TypeError('fetch failed'));
 const anEnvelope = { result: { type: 'data' as const, data: { id: 1 } } };
+
+/** `value[name]`, for what the link hands its consumer as `unknown`. */
+const property = (value: unknown, name: string): unknown =>
+  value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[name] : undefined;
 
 /** Lets every callback already due run (microtasks, then one turn of the event loop). */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
@@ -720,8 +792,8 @@ describe('idempotentRetryLink as an observable (what the next link, or tRPC, sub
     expect(received).toEqual([]);
   });
 
-  // A custom `sleep` may fail on its own (no timers where it runs, a bug): the call must end — with the failure
-  // it was about to retry — rather than hang, also when the caller gave no signal.
+  // A custom `sleep` may fail on its own (no timers where it runs, a bug): the call must end — as outcome unknown,
+  // caused by the failure it was about to retry — rather than hang, also when the caller gave no signal.
   it('a sleep that fails ends the call with the failure it was waiting to retry (no signal given)', async () => {
     const failure503 = unavailable();
     const { attempts, received, sent } = linkAlone({
@@ -729,8 +801,35 @@ describe('idempotentRetryLink as an observable (what the next link, or tRPC, sub
     });
     attempts[0]?.observer.error(failure503);
     await settle();
-    expect(received).toEqual([['error', failure503]]);
+    expect(received).toHaveLength(1);
+    const [kind, error] = received[0] ?? [];
+    expect(kind).toBe('error');
+    expect(isIdempotencyOutcomeUnknown(error)).toBe(true);
+    expect(property(error, 'cause')).toMatchObject({
+      attempts: 1,
+      reason: 'server-error',
+      cause: failure503,
+    });
     expect(sent).toHaveLength(1);
+  });
+
+  // 429: refused before anything ran, nothing stored. When every attempt got one, the outcome is known — not run
+  // — and the last 429 is the error; one lost attempt before them makes the outcome unknown again.
+  it.each([
+    ['only 429s: the last 429, as it is', [tooMany, tooMany], false],
+    ['a lost attempt, then 429s: outcome unknown', [lost, tooMany], true],
+  ] as const)('retries ending on %s', async (_name, failures, unknown) => {
+    const { attempts, received } = linkAlone({ maxAttempts: 2, sleep: () => Promise.resolve() });
+    const errors = failures.map((make) => make());
+    for (const [index, error] of errors.entries()) {
+      attempts[index]?.observer.error(error);
+      await settle();
+    }
+    const [kind, error] = received[0] ?? [];
+    expect(kind).toBe('error');
+    expect(isIdempotencyOutcomeUnknown(error)).toBe(unknown);
+    if (unknown) expect(property(error, 'cause')).toMatchObject({ attempts: 2, reason: 'throttled' });
+    else expect(error).toBe(errors.at(-1));
   });
 
   // One AbortController often serves a whole page: each call must take its listener off the signal when it ends,

@@ -15,7 +15,12 @@ import { getRequestListener } from '@hono/node-server';
 import { createTRPCClient, httpLink } from '@trpc/client';
 import superjson from 'superjson';
 import { afterEach, describe, expect, it } from 'vitest';
-import { idempotencyHeaders, idempotentRetryLink, type RetryLinkEvent } from '../src/client/index.ts';
+import {
+  idempotencyHeaders,
+  idempotentRetryLink,
+  isIdempotencyOutcomeUnknown,
+  type RetryLinkEvent,
+} from '../src/client/index.ts';
 import { anOrder, createFakeShop, type FakeShopRouter } from './client-fake-shop.ts';
 
 /**
@@ -159,13 +164,25 @@ describe('idempotentRetryLink defaults × a restarting server', () => {
     [0, 11_250],
     [1, 22_500],
   ])(
-    'a server that does not come back: 8 attempts (random() = %s: %s ms of waits), then the call fails',
+    'a server that does not come back: 8 attempts (random() = %s: %s ms of waits), then outcome unknown',
     async (draw, total) => {
       const { shop, client, delays, events, context, restart } = await restartingShop(() => draw);
       await restart(Number.POSITIVE_INFINITY);
 
-      await expect(client.checkout.placeOrder.mutate(anOrder, { context: context() })).rejects.toThrow();
+      const call = context();
+      const error = await client.checkout.placeOrder
+        .mutate(anOrder, { context: call })
+        .catch((caught: unknown) => caught);
 
+      // Not a bare "fetch failed": the outcome is unknown, and the error says what to do and with which key.
+      expect(isIdempotencyOutcomeUnknown(error)).toBe(true);
+      expect(error).toMatchObject({
+        name: 'TRPCClientError',
+        message: expect.stringMatching(
+          /^Outcome unknown: checkout\.placeOrder got no answer in 8 attempts \(last: fetch failed\)\. Retry with the same idempotency key/,
+        ),
+        cause: { key: call.idempotencyKey, attempts: 8, reason: 'network' },
+      });
       expect(events.filter((event) => event.type === 'attempt')).toHaveLength(8);
       expect(delays).toHaveLength(7);
       expect(delays.reduce((sum, ms) => sum + ms, 0)).toBe(total);

@@ -12,7 +12,11 @@ import { createElement, type ReactNode } from 'react';
 import { renderToString } from 'react-dom/server';
 import superjson from 'superjson';
 import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
-import { type IdempotentRetryLinkOptions, idempotentRetryLink } from '../src/client/index.ts';
+import {
+  type IdempotentRetryLinkOptions,
+  idempotentRetryLink,
+  isIdempotencyOutcomeUnknown,
+} from '../src/client/index.ts';
 import {
   type IdempotentMutationState,
   type IdempotentRequestOptions,
@@ -225,6 +229,9 @@ describe('useIdempotentMutation', () => {
 
     expect(outcome).toMatchObject({ status: 'unknown', attempt: 3, maxAttempts: 3 });
     expect(outcome.error).toMatchObject({ data: { httpStatus: 503 } });
+    // What the form can show: the outcome is unknown, and checking again (same key) is safe.
+    expect(isIdempotencyOutcomeUnknown(outcome.error)).toBe(true);
+    expect(outcome.error).toMatchObject({ cause: { key, attempts: 3 } });
     expect(result.current.key).toBe(key);
     expect(result.current.inDoubt).toEqual({ payload: anOrder, sentAt: expect.any(Number), expired: false });
 

@@ -27,12 +27,14 @@ import {
   responseStatus,
 } from './context.ts';
 import { MissingIdempotencyKeyError } from './missing-key-error.ts';
+import { IdempotencyOutcomeUnknownError, type OutcomeUnknownDetails } from './outcome-unknown-error.ts';
 import {
   type BackoffOptions,
   backoffDelayMs,
   httpStatusOf,
   isAbortError,
   parseRetryAfter,
+  type RetryReason,
   retryReasonOf,
 } from './retry-policy.ts';
 
@@ -67,6 +69,23 @@ function abortError(signal: AbortSignal): Error {
   const error = reason instanceof Error ? new Error(reason.message, { cause: reason }) : new Error('Aborted');
   error.name = 'AbortError';
   return error;
+}
+
+/**
+ * The call's error when the retries end without an answer: a TRPCClientError whose cause says so, with the last
+ * attempt's error shape and meta (its status, its Response) so that what reads them reads the same.
+ */
+function outcomeUnknownError<TRouter extends AnyTRPCRouter>(
+  last: TRPCClientError<TRouter>,
+  details: OutcomeUnknownDetails,
+): TRPCClientError<TRouter> {
+  const cause = new IdempotencyOutcomeUnknownError(details, { cause: last });
+  const shape = last.shape;
+  return new TRPCClientError<TRouter>(cause.message, {
+    cause,
+    meta: last.meta,
+    result: shape == null ? undefined : { error: shape },
+  });
 }
 
 /** The default sleep: a timer cleared when the signal aborts. */
@@ -124,6 +143,8 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
         (observer) => {
           const { signal } = op;
           let attempt = 0;
+          /** An attempt failed in a way that may have reached the server (not a 429: refused before running). */
+          let mayHaveRun = false;
           let done = false;
           let current: Unsubscribable | undefined;
           // Aborted when the caller's signal aborts or the consumer unsubscribes: ends a pending wait.
@@ -142,6 +163,13 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
           };
           // `waiting` carries the caller's abort reason (`onAbort`); it is aborted whenever this is called.
           const failAborted = () => fail(TRPCClientError.from(abortError(waiting.signal)));
+          // Ends the call on a retryable failure, no attempt having got an answer.
+          const giveUp = (error: TRPCClientError<TRouter>, reason: RetryReason) =>
+            fail(
+              mayHaveRun
+                ? outcomeUnknownError(error, { key, path: op.path, attempts: attempt, reason })
+                : error,
+            );
 
           const send = () => {
             attempt += 1;
@@ -158,12 +186,17 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
                 if (done) return;
                 const reason = signal?.aborted ? undefined : retryReasonOf(error);
                 const response = errorResponseOf(error);
-                if (reason === undefined || attempt >= maxAttempts) {
+                if (reason === undefined) {
+                  // A final answer of the server (reported as its response), an abort, or a failure that is not
+                  // worth a retry: passed on as it is.
                   const status = httpStatusOf(error);
-                  if (reason === undefined && (response !== undefined || status !== undefined)) {
-                    notifyResponse(false, response, status);
-                  }
+                  if (response !== undefined || status !== undefined) notifyResponse(false, response, status);
                   fail(error);
+                  return;
+                }
+                if (reason !== 'throttled') mayHaveRun = true;
+                if (attempt >= maxAttempts) {
+                  giveUp(error, reason);
                   return;
                 }
                 const retryAfter = readResponseHeader(response, RETRY_AFTER_HEADER);
@@ -180,7 +213,7 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
                     if (waiting.signal.aborted) failAborted();
                     else send();
                   },
-                  () => (signal?.aborted ? failAborted() : fail(error)),
+                  () => (signal?.aborted ? failAborted() : giveUp(error, reason)),
                 );
               },
               complete() {
