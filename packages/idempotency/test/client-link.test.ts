@@ -17,6 +17,7 @@ import { afterEach, beforeEach, describe, expect, expectTypeOf, it, vi } from 'v
 import {
   abortableSleep,
   classifyFailure,
+  getIdempotencyObserver,
   IdempotencyOutcomeUnknownError,
   type IdempotentProcedurePath,
   type IdempotentRetryLinkOptions,
@@ -393,6 +394,55 @@ describe('idempotentRetryLink', () => {
       client.checkout.placeOrder.mutate(anOrder, { context: { idempotencyKey: randomUUID() } }),
     ).resolves.toMatchObject({ id: 1 });
     expect(shop.requests).toHaveLength(3);
+  });
+
+  // The README's "Watching retries" link: a link before the retry link chains the observer already in the
+  // context (the hook's), and both hear every event.
+  it('a link before it can watch a keyed mutation beside the observer already in its context', async () => {
+    const shop = createFakeShop();
+    const reported: Array<[string, RetryLinkEvent]> = [];
+    const watchRetries =
+      (report: (path: string, event: RetryLinkEvent) => void): TRPCLink<FakeShopRouter> =>
+      () =>
+      ({ op, next }) => {
+        if (op.type !== 'mutation') return next(op);
+        const inner = getIdempotencyObserver(op.context);
+        const idempotencyObserver = (event: RetryLinkEvent) => {
+          inner?.(event);
+          report(op.path, event);
+        };
+        return next({ ...op, context: { ...op.context, idempotencyObserver } });
+      };
+    const client = createTRPCClient<FakeShopRouter>({
+      links: [
+        watchRetries((path, event) => reported.push([path, event])),
+        idempotentRetryLink<FakeShopRouter>({ sleep: recordingSleep().sleep, random: () => 1 }),
+        shop.terminatingLink(),
+      ],
+    });
+    const inner: RetryLinkEvent[] = [];
+    shop.faults.push('drop-request');
+
+    await client.checkout.placeOrder.mutate(anOrder, {
+      context: {
+        idempotencyKey: randomUUID(),
+        idempotencyObserver: (event: RetryLinkEvent) => inner.push(event),
+      },
+    });
+    await client.checkout.placeOrder.mutate(anOrder, { context: { idempotencyKey: randomUUID() } });
+
+    const first: RetryLinkEvent[] = [
+      { type: 'attempt', attempt: 1, maxAttempts: 8 },
+      { type: 'retrying', attempt: 1, delayMs: 500, reason: 'network', error: expect.anything() },
+      { type: 'attempt', attempt: 2, maxAttempts: 8 },
+      { type: 'response', ok: true, replayed: false, status: 200 },
+    ];
+    expect(inner).toEqual(first);
+    expect(reported).toEqual([
+      ...first.map((event) => ['checkout.placeOrder', event]),
+      ['checkout.placeOrder', { type: 'attempt', attempt: 1, maxAttempts: 8 }],
+      ['checkout.placeOrder', { type: 'response', ok: true, replayed: false, status: 200 }],
+    ]);
   });
 
   it('a throwing observer does not change the outcome', async () => {
