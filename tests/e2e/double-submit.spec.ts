@@ -216,7 +216,8 @@ test('editing the form after an unknown outcome re-checks the ORIGINAL payment i
     await route.abort('connectionreset');
   });
   await payButton(page).click();
-  await expect(page.getByTestId('payment-in-doubt')).toBeVisible({ timeout: 20_000 });
+  // In doubt once the link's retries run out: its waits add up to 22.5 s at the most.
+  await expect(page.getByTestId('payment-in-doubt')).toBeVisible({ timeout: 40_000 });
   await page.unroute('**/api/trpc/checkout.placeOrder');
 
   await page.getByLabel('Email for the receipt').fill('edited@example.com');

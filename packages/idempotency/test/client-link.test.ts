@@ -17,9 +17,12 @@ import { afterEach, beforeEach, describe, expect, expectTypeOf, it, vi } from 'v
 import {
   abortableSleep,
   classifyFailure,
+  getIdempotencyObserver,
+  IdempotencyOutcomeUnknownError,
   type IdempotentProcedurePath,
   type IdempotentRetryLinkOptions,
   idempotentRetryLink,
+  isIdempotencyOutcomeUnknown,
   MissingIdempotencyKeyError,
   type RetryLinkEvent,
 } from '../src/client/index.ts';
@@ -91,9 +94,9 @@ describe('idempotentRetryLink', () => {
     expect(shop.requests.map((request) => request.input)).toEqual([anOrder, anOrder]);
     expect(delays).toEqual([500]);
     expect(events).toEqual([
-      { type: 'attempt', attempt: 1, maxAttempts: 5 },
+      { type: 'attempt', attempt: 1, maxAttempts: 8 },
       { type: 'retrying', attempt: 1, delayMs: 500, reason: 'network', error: expect.anything() },
-      { type: 'attempt', attempt: 2, maxAttempts: 5 },
+      { type: 'attempt', attempt: 2, maxAttempts: 8 },
       { type: 'response', ok: true, replayed: true, status: 200 },
     ]);
   });
@@ -115,13 +118,33 @@ describe('idempotentRetryLink', () => {
     expect(events.at(-1)).toEqual({ type: 'response', ok: true, replayed: false, status: 200 });
   });
 
-  it('stops at maxAttempts and fails with the last (retryable) error', async () => {
+  it('stops at maxAttempts and fails as outcome unknown, with the key, the attempts and the last error', async () => {
     const { shop, client, delays, events, key, context } = setup({ maxAttempts: 3 });
     shop.faults.push(503, 503, 503, 503);
 
     const error = await failure(client.checkout.placeOrder.mutate(anOrder, { context }));
 
+    expect(error).toBeInstanceOf(TRPCClientError);
+    expect(isIdempotencyOutcomeUnknown(error)).toBe(true);
+    expect(error.cause).toBeInstanceOf(IdempotencyOutcomeUnknownError);
+    expect(error.cause).toMatchObject({
+      name: 'IdempotencyOutcomeUnknownError',
+      key,
+      path: 'checkout.placeOrder',
+      attempts: 3,
+      reason: 'server-error',
+    });
+    expect(error.message).toBe(
+      'Outcome unknown: checkout.placeOrder got no answer in 3 attempts (last: provider down). ' +
+        'Retry with the same idempotency key: the server runs it at most once.',
+    );
+    // The last attempt's error, and what was read from it, as it was.
+    expect((error.cause as Error).cause).toMatchObject({
+      name: 'TRPCClientError',
+      data: { httpStatus: 503 },
+    });
     expect(error.data?.httpStatus).toBe(503);
+    expect(error.meta?.response).toBeInstanceOf(Response);
     expect(classifyFailure(error)).toBe('retry');
     expect(shop.requests.map((request) => request.key)).toEqual([key, key, key]);
     expect(delays).toEqual([500, 1000]);
@@ -134,9 +157,30 @@ describe('idempotentRetryLink', () => {
   it('with maxAttempts 1 never retries', async () => {
     const { shop, client, context } = setup({ maxAttempts: 1 });
     shop.faults.push('drop-request');
-    await failure(client.checkout.placeOrder.mutate(anOrder, { context }));
+    const error = await failure(client.checkout.placeOrder.mutate(anOrder, { context }));
     expect(shop.requests).toHaveLength(1);
+    expect(error.cause).toMatchObject({ attempts: 1, reason: 'network' });
+    expect(error.message).toMatch(
+      /^Outcome unknown: checkout\.placeOrder got no answer in 1 attempt \(last: fetch failed\)/,
+    );
   });
+
+  // The server decided: a final answer after earlier attempts got none is that answer, not "unknown" — the same
+  // key got it, so it is the outcome (a replay, or the first decision on the key).
+  it.each([402, 422] as const)(
+    'a final %s after lost attempts is the server’s answer, not outcome unknown',
+    async (status) => {
+      const { shop, client, events, context } = setup();
+      shop.faults.push('drop-request', 503, status);
+
+      const error = await failure(client.checkout.placeOrder.mutate(anOrder, { context }));
+
+      expect(error.data?.httpStatus).toBe(status);
+      expect(isIdempotencyOutcomeUnknown(error)).toBe(false);
+      expect(error.cause).not.toBeInstanceOf(IdempotencyOutcomeUnknownError);
+      expect(events.at(-1)).toEqual({ type: 'response', ok: false, replayed: false, status });
+    },
+  );
 
   it.each([
     [402, 'PAYMENT_REQUIRED'],
@@ -160,6 +204,26 @@ describe('idempotentRetryLink', () => {
     expect(shop.requests).toHaveLength(2);
   });
 
+  it('isIdempotencyOutcomeUnknown: the call’s error with that cause, by class or by name; nothing else', () => {
+    const cause = new IdempotencyOutcomeUnknownError(
+      { key: 'k-1', path: 'checkout.placeOrder', attempts: 2, reason: 'network' },
+      { cause: new TypeError('fetch failed') },
+    );
+    expect(isIdempotencyOutcomeUnknown(new TRPCClientError(cause.message, { cause }))).toBe(true);
+    // Another copy of the package in the bundle: another class, the same names.
+    const copy = { name: 'IdempotencyOutcomeUnknownError', key: 'k-1', attempts: 2 };
+    expect(isIdempotencyOutcomeUnknown({ name: 'TRPCClientError', cause: copy })).toBe(true);
+    expect(isIdempotencyOutcomeUnknown(cause)).toBe(false);
+    expect(isIdempotencyOutcomeUnknown(TRPCClientError.from(new TypeError('fetch failed')))).toBe(false);
+    expect(
+      isIdempotencyOutcomeUnknown({
+        name: 'TRPCClientError',
+        cause: { name: 'IdempotencyOutcomeUnknownError' },
+      }),
+    ).toBe(false);
+    expect(isIdempotencyOutcomeUnknown(null)).toBe(false);
+  });
+
   it('does not retry a validation error (400)', async () => {
     const { shop, client, context } = setup();
     const invalid = { ...anOrder, items: [{ sku: 'TEA', quantity: 0 }] };
@@ -168,7 +232,7 @@ describe('idempotentRetryLink', () => {
     expect(shop.requests).toHaveLength(1);
   });
 
-  it('honours Retry-After in delta-seconds on a 409 (instead of the backoff)', async () => {
+  it('honours Retry-After in delta-seconds on a 409 (longer than the backoff)', async () => {
     const { shop, client, delays, events, context } = setup({}, { retryAfter: '2' });
     shop.faults.push(409);
 
@@ -190,6 +254,17 @@ describe('idempotentRetryLink', () => {
     await client.checkout.placeOrder.mutate(anOrder, { context });
 
     expect(delays).toEqual([3000, 3000]);
+  });
+
+  // A server that answers every attempt with a short Retry-After (409 here; a 503 of a restarting store alike)
+  // must not shrink the retries to a few seconds in all: the backoff's wait stands when it is longer.
+  it('takes Retry-After as the least wait: the backoff still applies when longer', async () => {
+    const { shop, client, delays, context } = setup({}, { retryAfter: '1' });
+    shop.faults.push(409, 409, 409, 409, 409, 409, 409);
+
+    await expect(client.checkout.placeOrder.mutate(anOrder, { context })).resolves.toMatchObject({ id: 1 });
+
+    expect(delays).toEqual([1000, 1000, 2000, 4000, 5000, 5000, 5000]);
   });
 
   it('caps Retry-After at maxRetryAfterMs', async () => {
@@ -319,6 +394,55 @@ describe('idempotentRetryLink', () => {
       client.checkout.placeOrder.mutate(anOrder, { context: { idempotencyKey: randomUUID() } }),
     ).resolves.toMatchObject({ id: 1 });
     expect(shop.requests).toHaveLength(3);
+  });
+
+  // The README's "Watching retries" link: a link before the retry link chains the observer already in the
+  // context (the hook's), and both hear every event.
+  it('a link before it can watch a keyed mutation beside the observer already in its context', async () => {
+    const shop = createFakeShop();
+    const reported: Array<[string, RetryLinkEvent]> = [];
+    const watchRetries =
+      (report: (path: string, event: RetryLinkEvent) => void): TRPCLink<FakeShopRouter> =>
+      () =>
+      ({ op, next }) => {
+        if (op.type !== 'mutation') return next(op);
+        const inner = getIdempotencyObserver(op.context);
+        const idempotencyObserver = (event: RetryLinkEvent) => {
+          inner?.(event);
+          report(op.path, event);
+        };
+        return next({ ...op, context: { ...op.context, idempotencyObserver } });
+      };
+    const client = createTRPCClient<FakeShopRouter>({
+      links: [
+        watchRetries((path, event) => reported.push([path, event])),
+        idempotentRetryLink<FakeShopRouter>({ sleep: recordingSleep().sleep, random: () => 1 }),
+        shop.terminatingLink(),
+      ],
+    });
+    const inner: RetryLinkEvent[] = [];
+    shop.faults.push('drop-request');
+
+    await client.checkout.placeOrder.mutate(anOrder, {
+      context: {
+        idempotencyKey: randomUUID(),
+        idempotencyObserver: (event: RetryLinkEvent) => inner.push(event),
+      },
+    });
+    await client.checkout.placeOrder.mutate(anOrder, { context: { idempotencyKey: randomUUID() } });
+
+    const first: RetryLinkEvent[] = [
+      { type: 'attempt', attempt: 1, maxAttempts: 8 },
+      { type: 'retrying', attempt: 1, delayMs: 500, reason: 'network', error: expect.anything() },
+      { type: 'attempt', attempt: 2, maxAttempts: 8 },
+      { type: 'response', ok: true, replayed: false, status: 200 },
+    ];
+    expect(inner).toEqual(first);
+    expect(reported).toEqual([
+      ...first.map((event) => ['checkout.placeOrder', event]),
+      ['checkout.placeOrder', { type: 'attempt', attempt: 1, maxAttempts: 8 }],
+      ['checkout.placeOrder', { type: 'response', ok: true, replayed: false, status: 200 }],
+    ]);
   });
 
   it('a throwing observer does not change the outcome', async () => {
@@ -451,7 +575,7 @@ describe('idempotentRetryLink: what it reports, and an abort during the backoff'
 
     expect(await failure(client.checkout.placeOrder.mutate(anOrder, { context }))).toBe(declined);
     expect(events).toEqual([
-      { type: 'attempt', attempt: 1, maxAttempts: 5 },
+      { type: 'attempt', attempt: 1, maxAttempts: 8 },
       { type: 'response', ok: false, replayed: false, status: 402 },
     ]);
   });
@@ -474,7 +598,7 @@ describe('idempotentRetryLink: what it reports, and an abort during the backoff'
 
     expect(await failure(client.checkout.placeOrder.mutate(anOrder, { context }))).toBe(declined);
     expect(events).toEqual([
-      { type: 'attempt', attempt: 1, maxAttempts: 5 },
+      { type: 'attempt', attempt: 1, maxAttempts: 8 },
       { type: 'response', ok: false, replayed: true, status: undefined },
     ]);
   });
@@ -493,7 +617,7 @@ describe('idempotentRetryLink: what it reports, and an abort during the backoff'
     };
 
     expect(await failure(client.checkout.placeOrder.mutate(anOrder, { context }))).toBe(timedOut);
-    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 5 }]);
+    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 8 }]);
   });
 
   // A context assembled by app code may carry something that is not a function under idempotencyObserver: it is
@@ -643,7 +767,16 @@ const declinedCard = () =>
   TRPCClientError.from({
     error: { code: -32000, message: 'Card declined', data: { code: 'PAYMENT_REQUIRED', httpStatus: 402 } },
   });
+const tooMany = () =>
+  TRPCClientError.from({
+    error: { code: -32029, message: 'Too many', data: { code: 'TOO_MANY_REQUESTS', httpStatus: 429 } },
+  });
+const lost = () => TRPCClientError.from(new TypeError('fetch failed'));
 const anEnvelope = { result: { type: 'data' as const, data: { id: 1 } } };
+
+/** `value[name]`, for what the link hands its consumer as `unknown`. */
+const property = (value: unknown, name: string): unknown =>
+  value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[name] : undefined;
 
 /** Lets every callback already due run (microtasks, then one turn of the event loop). */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
@@ -675,7 +808,7 @@ describe('idempotentRetryLink as an observable (what the next link, or tRPC, sub
     attempts[0]?.observer.next(anEnvelope);
     attempts[0]?.observer.complete();
     expect(received).toEqual([]);
-    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 5 }]);
+    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 8 }]);
   });
 
   // …and a late retryable failure of that attempt must not start a retry nobody is waiting for.
@@ -689,7 +822,7 @@ describe('idempotentRetryLink as an observable (what the next link, or tRPC, sub
     expect(sleep).not.toHaveBeenCalled();
     expect(sent).toHaveLength(1);
     expect(received).toEqual([]);
-    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 5 }]);
+    expect(events).toEqual([{ type: 'attempt', attempt: 1, maxAttempts: 8 }]);
   });
 
   // Unsubscribing is how tRPC and React Query cancel without an AbortSignal: the backoff must end with it —
@@ -709,8 +842,8 @@ describe('idempotentRetryLink as an observable (what the next link, or tRPC, sub
     expect(received).toEqual([]);
   });
 
-  // A custom `sleep` may fail on its own (no timers where it runs, a bug): the call must end — with the failure
-  // it was about to retry — rather than hang, also when the caller gave no signal.
+  // A custom `sleep` may fail on its own (no timers where it runs, a bug): the call must end — as outcome unknown,
+  // caused by the failure it was about to retry — rather than hang, also when the caller gave no signal.
   it('a sleep that fails ends the call with the failure it was waiting to retry (no signal given)', async () => {
     const failure503 = unavailable();
     const { attempts, received, sent } = linkAlone({
@@ -718,8 +851,35 @@ describe('idempotentRetryLink as an observable (what the next link, or tRPC, sub
     });
     attempts[0]?.observer.error(failure503);
     await settle();
-    expect(received).toEqual([['error', failure503]]);
+    expect(received).toHaveLength(1);
+    const [kind, error] = received[0] ?? [];
+    expect(kind).toBe('error');
+    expect(isIdempotencyOutcomeUnknown(error)).toBe(true);
+    expect(property(error, 'cause')).toMatchObject({
+      attempts: 1,
+      reason: 'server-error',
+      cause: failure503,
+    });
     expect(sent).toHaveLength(1);
+  });
+
+  // 429: refused before anything ran, nothing stored. When every attempt got one, the outcome is known — not run
+  // — and the last 429 is the error; one lost attempt before them makes the outcome unknown again.
+  it.each([
+    ['only 429s: the last 429, as it is', [tooMany, tooMany], false],
+    ['a lost attempt, then 429s: outcome unknown', [lost, tooMany], true],
+  ] as const)('retries ending on %s', async (_name, failures, unknown) => {
+    const { attempts, received } = linkAlone({ maxAttempts: 2, sleep: () => Promise.resolve() });
+    const errors = failures.map((make) => make());
+    for (const [index, error] of errors.entries()) {
+      attempts[index]?.observer.error(error);
+      await settle();
+    }
+    const [kind, error] = received[0] ?? [];
+    expect(kind).toBe('error');
+    expect(isIdempotencyOutcomeUnknown(error)).toBe(unknown);
+    if (unknown) expect(property(error, 'cause')).toMatchObject({ attempts: 2, reason: 'throttled' });
+    else expect(error).toBe(errors.at(-1));
   });
 
   // One AbortController often serves a whole page: each call must take its listener off the signal when it ends,

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import {
   backoffDelayMs,
   classifyFailure,
+  DEFAULT_MAX_ATTEMPTS,
   httpStatusOf,
   idempotencyHeaders,
   isAbortError,
@@ -18,14 +19,16 @@ describe('backoffDelayMs', () => {
     expect(schedule).toEqual([500, 1000, 2000, 4000, 5000, 5000, 5000]);
   });
 
-  it('is full jitter: random() * ceiling', () => {
+  it('is equal jitter: ceiling × (1 + random()) / 2, from half the ceiling to all of it', () => {
     expect([1, 2, 3, 4, 5].map((attempt) => backoffDelayMs(attempt, { random: () => 0.5 }))).toEqual([
+      375, 750, 1500, 3000, 3750,
+    ]);
+    expect([1, 2, 3, 4, 5].map((attempt) => backoffDelayMs(attempt, { random: () => 0 }))).toEqual([
       250, 500, 1000, 2000, 2500,
     ]);
-    expect(backoffDelayMs(3, { random: () => 0 })).toBe(0);
   });
 
-  it('stays within [0, ceiling] with Math.random', () => {
+  it('stays within [ceiling / 2, ceiling] with Math.random', () => {
     for (const [attempt, ceiling] of [
       [1, 500],
       [2, 1000],
@@ -36,10 +39,22 @@ describe('backoffDelayMs', () => {
     ] as const) {
       for (let i = 0; i < 200; i++) {
         const delay = backoffDelayMs(attempt);
-        expect(delay).toBeGreaterThanOrEqual(0);
+        expect(delay).toBeGreaterThanOrEqual(ceiling / 2);
         expect(delay).toBeLessThanOrEqual(ceiling);
       }
     }
+  });
+
+  // What the defaults promise (README, constants.ts): the 7 waits of 8 attempts add up to 11.25–22.5 s.
+  it('the default schedule waits 11.25 s in all at the least and 22.5 s at the most', () => {
+    const total = (draw: number) =>
+      Array.from({ length: DEFAULT_MAX_ATTEMPTS - 1 }, (_, i) =>
+        backoffDelayMs(i + 1, { random: () => draw }),
+      ).reduce((sum, ms) => sum + ms, 0);
+    expect(DEFAULT_MAX_ATTEMPTS).toBe(8);
+    expect(total(0)).toBe(11_250);
+    expect(total(0.5)).toBe(16_875);
+    expect(total(1)).toBe(22_500);
   });
 
   it('honours baseDelayMs and maxDelayMs, and tolerates odd inputs', () => {
@@ -49,6 +64,8 @@ describe('backoffDelayMs', () => {
     expect(backoffDelayMs(Number.NaN, { random: () => 1 })).toBe(500);
     expect(backoffDelayMs(2000, { random: () => 1 })).toBe(5000);
     expect(backoffDelayMs(1, { random: () => 7 })).toBe(500);
+    expect(backoffDelayMs(1, { random: () => -1 })).toBe(250);
+    expect(backoffDelayMs(1, { random: () => Number.NaN })).toBe(500);
   });
 });
 

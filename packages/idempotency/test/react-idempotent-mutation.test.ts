@@ -12,7 +12,11 @@ import { createElement, type ReactNode } from 'react';
 import { renderToString } from 'react-dom/server';
 import superjson from 'superjson';
 import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
-import { type IdempotentRetryLinkOptions, idempotentRetryLink } from '../src/client/index.ts';
+import {
+  type IdempotentRetryLinkOptions,
+  idempotentRetryLink,
+  isIdempotencyOutcomeUnknown,
+} from '../src/client/index.ts';
 import {
   type IdempotentMutationState,
   type IdempotentRequestOptions,
@@ -114,7 +118,7 @@ describe('useIdempotentMutation', () => {
     expect(result.current.state).toMatchObject({
       status: 'succeeded',
       attempt: 1,
-      maxAttempts: 5,
+      maxAttempts: 8,
       error: null,
     });
     expect(shop.requests.map((request) => request.key)).toEqual([key]);
@@ -225,6 +229,9 @@ describe('useIdempotentMutation', () => {
 
     expect(outcome).toMatchObject({ status: 'unknown', attempt: 3, maxAttempts: 3 });
     expect(outcome.error).toMatchObject({ data: { httpStatus: 503 } });
+    // What the form can show: the outcome is unknown, and checking again (same key) is safe.
+    expect(isIdempotencyOutcomeUnknown(outcome.error)).toBe(true);
+    expect(outcome.error).toMatchObject({ cause: { key, attempts: 3 } });
     expect(result.current.key).toBe(key);
     expect(result.current.inDoubt).toEqual({ payload: anOrder, sentAt: expect.any(Number), expired: false });
 
@@ -263,8 +270,8 @@ describe('useIdempotentMutation', () => {
   });
 
   it('after a reload mid-request, resolves the in-doubt attempt before anything else', async () => {
-    const { shop, render } = setup();
-    shop.faults.push('drop-response', 'drop-response', 'drop-response', 'drop-response', 'drop-response');
+    const { shop, render } = setup({ maxAttempts: 3 });
+    shop.faults.push('drop-response', 'drop-response', 'drop-response');
     const page = render();
     const key = page.result.current.key;
     await submit(page.result, anOrder); // 'unknown'; same state as a reload mid-request
@@ -329,7 +336,7 @@ describe('useIdempotentMutation', () => {
       expect(await submit(result, anOrder)).toMatchObject({
         status: 'succeeded',
         attempt: 1,
-        maxAttempts: 5,
+        maxAttempts: 8,
       });
       expect(warn).toHaveBeenCalledWith(expect.stringContaining('idempotentRetryLink'));
       expect((await submit(result, edited)).status).toBe('succeeded');

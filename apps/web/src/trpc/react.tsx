@@ -53,7 +53,7 @@ export function TRPCReactProvider({ children }: { children: ReactNode }) {
             process.env.NODE_ENV === 'development' && op.direction === 'down' && op.result instanceof Error,
         }),
         // Re-sends a keyed mutation after a network error, a 5xx or a 409 (same operation, same key), with
-        // exponential backoff and full jitter; everything else passes through untouched. The router's
+        // capped exponential backoff and jitter; everything else passes through untouched. The router's
         // idempotent mutations (the compiler checks the list against AppRouter) never leave without a key.
         idempotentRetryLink<AppRouter>({ requireKeyFor: { 'checkout.placeOrder': true } }),
         // Mutations travel alone (one operation per HTTP request, so its Idempotency-Key header is its own);

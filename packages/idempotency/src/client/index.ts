@@ -32,6 +32,12 @@ export { createIdempotencyKey } from './key.ts';
 export { abortableSleep, type IdempotentRetryLinkOptions, idempotentRetryLink } from './link.ts';
 export { MissingIdempotencyKeyError } from './missing-key-error.ts';
 export {
+  IdempotencyOutcomeUnknownError,
+  isIdempotencyOutcomeUnknown,
+  type OutcomeUnknownClientError,
+  type OutcomeUnknownDetails,
+} from './outcome-unknown-error.ts';
+export {
   type BackoffOptions,
   backoffDelayMs,
   classifyFailure,

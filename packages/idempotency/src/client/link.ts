@@ -1,6 +1,7 @@
 /**
  * `idempotentRetryLink()`: re-sends a keyed mutation — the same operation, so the same Idempotency-Key — when
- * the failure is retryable (see `retry-policy.ts`), waiting `Retry-After` or a jittered backoff in between.
+ * the failure is retryable (see `retry-policy.ts`), waiting a jittered backoff in between, or the server's
+ * `Retry-After` when that is longer.
  *
  * Place it before the terminating link, e.g.
  * `links: [loggerLink(…), idempotentRetryLink(), splitLink({ condition: (op) => op.type === 'mutation',
@@ -26,12 +27,14 @@ import {
   responseStatus,
 } from './context.ts';
 import { MissingIdempotencyKeyError } from './missing-key-error.ts';
+import { IdempotencyOutcomeUnknownError, type OutcomeUnknownDetails } from './outcome-unknown-error.ts';
 import {
   type BackoffOptions,
   backoffDelayMs,
   httpStatusOf,
   isAbortError,
   parseRetryAfter,
+  type RetryReason,
   retryReasonOf,
 } from './retry-policy.ts';
 
@@ -45,7 +48,7 @@ export interface IdempotentRetryLinkOptions<TRouter extends AnyTRPCRouter = AnyT
    * be listed, and no other.
    */
   requireKeyFor?: Readonly<Record<IdempotentProcedurePath<TRouter>, true>>;
-  /** Total attempts, the first one included. Default 5. */
+  /** Total attempts, the first one included. Default 8: waits of 11.25–22.5 s in all (`constants.ts`). */
   maxAttempts?: number;
   /** A server's `Retry-After` is honoured up to this long. Default 30 000 ms. */
   maxRetryAfterMs?: number;
@@ -66,6 +69,23 @@ function abortError(signal: AbortSignal): Error {
   const error = reason instanceof Error ? new Error(reason.message, { cause: reason }) : new Error('Aborted');
   error.name = 'AbortError';
   return error;
+}
+
+/**
+ * The call's error when the retries end without an answer: a TRPCClientError whose cause says so, with the last
+ * attempt's error shape and meta (its status, its Response) so that what reads them reads the same.
+ */
+function outcomeUnknownError<TRouter extends AnyTRPCRouter>(
+  last: TRPCClientError<TRouter>,
+  details: OutcomeUnknownDetails,
+): TRPCClientError<TRouter> {
+  const cause = new IdempotencyOutcomeUnknownError(details, { cause: last });
+  const shape = last.shape;
+  return new TRPCClientError<TRouter>(cause.message, {
+    cause,
+    meta: last.meta,
+    result: shape == null ? undefined : { error: shape },
+  });
 }
 
 /** The default sleep: a timer cleared when the signal aborts. */
@@ -123,6 +143,8 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
         (observer) => {
           const { signal } = op;
           let attempt = 0;
+          /** An attempt failed in a way that may have reached the server (not a 429: refused before running). */
+          let mayHaveRun = false;
           let done = false;
           let current: Unsubscribable | undefined;
           // Aborted when the caller's signal aborts or the consumer unsubscribes: ends a pending wait.
@@ -141,6 +163,13 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
           };
           // `waiting` carries the caller's abort reason (`onAbort`); it is aborted whenever this is called.
           const failAborted = () => fail(TRPCClientError.from(abortError(waiting.signal)));
+          // Ends the call on a retryable failure, no attempt having got an answer.
+          const giveUp = (error: TRPCClientError<TRouter>, reason: RetryReason) =>
+            fail(
+              mayHaveRun
+                ? outcomeUnknownError(error, { key, path: op.path, attempts: attempt, reason })
+                : error,
+            );
 
           const send = () => {
             attempt += 1;
@@ -157,17 +186,26 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
                 if (done) return;
                 const reason = signal?.aborted ? undefined : retryReasonOf(error);
                 const response = errorResponseOf(error);
-                if (reason === undefined || attempt >= maxAttempts) {
+                if (reason === undefined) {
+                  // A final answer of the server (reported as its response), an abort, or a failure that is not
+                  // worth a retry: passed on as it is.
                   const status = httpStatusOf(error);
-                  if (reason === undefined && (response !== undefined || status !== undefined)) {
-                    notifyResponse(false, response, status);
-                  }
+                  if (response !== undefined || status !== undefined) notifyResponse(false, response, status);
                   fail(error);
                   return;
                 }
-                const delayMs =
-                  parseRetryAfter(readResponseHeader(response, RETRY_AFTER_HEADER), now(), maxRetryAfterMs) ??
-                  backoffDelayMs(attempt, options);
+                if (reason !== 'throttled') mayHaveRun = true;
+                if (attempt >= maxAttempts) {
+                  giveUp(error, reason);
+                  return;
+                }
+                const retryAfter = readResponseHeader(response, RETRY_AFTER_HEADER);
+                // `Retry-After` is the least the server asks to wait; the backoff's wait, when longer, keeps the
+                // schedule's least total (a restart that answers every attempt with `Retry-After: 1` is ridden out).
+                const delayMs = Math.max(
+                  parseRetryAfter(retryAfter, now(), maxRetryAfterMs) ?? 0,
+                  backoffDelayMs(attempt, options),
+                );
                 notify({ type: 'retrying', attempt, delayMs, reason, error });
                 wait(delayMs, waiting.signal).then(
                   () => {
@@ -175,7 +213,7 @@ export function idempotentRetryLink<TRouter extends AnyTRPCRouter = AnyTRPCRoute
                     if (waiting.signal.aborted) failAborted();
                     else send();
                   },
-                  () => (signal?.aborted ? failAborted() : fail(error)),
+                  () => (signal?.aborted ? failAborted() : giveUp(error, reason)),
                 );
               },
               complete() {

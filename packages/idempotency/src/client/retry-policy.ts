@@ -27,8 +27,11 @@ export interface BackoffOptions {
 }
 
 /**
- * "Full jitter" exponential backoff: `random() * min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1))`, where
+ * Capped exponential backoff with jitter in the upper half of the ceiling ("equal jitter", as stripe-node):
+ * `ceiling × (1 + random()) / 2`, where `ceiling = min(maxDelayMs, baseDelayMs × 2 ** (attempt − 1))` and
  * `attempt` is the 1-based number of the attempt that just failed. Ceilings 0.5 s, 1 s, 2 s, 4 s, 5 s, 5 s…
+ * The jitter still spreads clients that failed together; its floor, half the ceiling, is what lets a number of
+ * attempts promise a least total wait (full jitter's waits can all be near 0, whatever the number).
  */
 export function backoffDelayMs(
   attempt: number,
@@ -41,7 +44,8 @@ export function backoffDelayMs(
   const n = Number.isFinite(attempt) ? Math.max(1, Math.floor(attempt)) : 1;
   const ceiling = Math.max(0, Math.min(maxDelayMs, baseDelayMs * 2 ** (n - 1)));
   const jitter = random();
-  return Number.isFinite(jitter) ? Math.min(1, Math.max(0, jitter)) * ceiling : ceiling;
+  const draw = Number.isFinite(jitter) ? Math.min(1, Math.max(0, jitter)) : 1;
+  return (ceiling * (1 + draw)) / 2;
 }
 
 const DELTA_SECONDS = /^\d+$/;

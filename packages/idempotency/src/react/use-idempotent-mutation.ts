@@ -52,7 +52,11 @@ export type IdempotentMutationStatus =
   | 'replayed'
   /** A final, deterministic error (validation, declined, out of stock, …). The key is retired. */
   | 'failed'
-  /** Retries exhausted on a retryable failure: the outcome is unknown. The key is kept; `inDoubt` is set. */
+  /**
+   * Retries exhausted on a retryable failure (or the call aborted): the outcome is unknown. The key is kept;
+   * `inDoubt` is set. When the link's retries ran out, `error` is its outcome-unknown error
+   * (`isIdempotencyOutcomeUnknown`).
+   */
   | 'unknown'
   /**
    * A re-sent attempt got a 422 that is not a replay: the server holds another payload under this key, so what
@@ -128,6 +132,8 @@ export type IdempotentProcedureOnly<TError> =
  * decision that a re-send will replay), and the intent stays unresolved rather than losing its key.
  */
 function failureStatus(error: unknown, resentNotReplayed: boolean): IdempotentMutationStatus {
+  // `retryReasonOf` names the link's outcome-unknown error as it named the last attempt's (it keeps that error's
+  // data and meta), and a retryable error that comes without it (no link; every attempt refused with a 429).
   if (isAbortError(error) || retryReasonOf(error)) return 'unknown';
   return resentNotReplayed && httpStatusOf(error) === 422 ? 'unresolved' : 'failed';
 }
