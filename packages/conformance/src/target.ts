@@ -38,24 +38,33 @@ function bodyFrom(template: string): Json {
 }
 
 export function cliTarget(options: CliOptions, baseFetch: ConformanceFetch = fetch): ConformanceTarget<Json> {
+  /** Every effect a success named: the executions, when `--effect-pointer` counts them. */
   const effects = new Set<string>();
+  /**
+   * The effects named by successes the route did not mark as replays. A later unmarked success naming one of
+   * them is a replay (inferred); a marked replay is not an execution, whatever order the answers arrive in.
+   */
+  const executed = new Set<string>();
   const observing: ConformanceFetch = async (url, init) => {
     const response = await baseFetch(url, init);
     if (options.effectPointer === null || response.status < 200 || response.status > 299) return response;
     const text = await response.text();
-    let seenBefore = false;
+    const unmarked = response.headers.get('idempotent-replayed') === null;
+    let inferredReplay = false;
     try {
       const effect = valueAt(JSON.parse(text), options.effectPointer);
       if (effect !== undefined && effect !== null) {
         const id = JSON.stringify(effect);
-        seenBefore = effects.has(id);
         effects.add(id);
+        if (unmarked) {
+          inferredReplay = executed.has(id);
+          executed.add(id);
+        }
       }
     } catch {
       // Not JSON: no effect id to read; the check that sent it judges the body.
     }
-    const unmarked = response.headers.get('idempotent-replayed') === null;
-    return buffered(response, text, options.inferReplays && seenBefore && unmarked);
+    return buffered(response, text, options.inferReplays && inferredReplay);
   };
   const countFrom = options.executionsUrl;
   return {
