@@ -3,9 +3,11 @@
  * and `catalog:` for versions), extracted into a scratch consumer, then checked from the outside — files,
  * publint, types under `nodenext` and `bundler`, and plain Node loading every runtime subpath without
  * TypeScript. In the workspace the same subpaths point at the TypeScript source (apps consume it directly).
+ * `npm pack` of the same build must give the same package: the same files, the same manifest for everything a
+ * consumer's package manager or runtime reads, installable by npm and loadable by plain Node.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -87,6 +89,12 @@ let scratch: string;
 let consumerDir: string;
 let extractedDir: string;
 let packed: Manifest;
+/** The tarballs of the same build, packed by each packer. */
+let pnpmTarball: string;
+let npmTarball: string;
+/** npm's tarball extracted into a consumer like the pnpm one (peers linked), for plain Node to load. */
+let npmConsumerDir: string;
+let npmExtractedDir: string;
 
 function sourceEntryOf(subpath: string): string {
   const target = workspaceManifest.exports[subpath];
@@ -132,25 +140,50 @@ async function mustRun(file: string, args: string[], cwd: string): Promise<strin
 
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), 'idem-packaging-'));
-  const packOutput = await withBuildLock(async () => {
+  const npmDestination = path.join(scratch, 'npm-pack');
+  await mkdir(npmDestination);
+  const [pnpmOutput, npmOutput] = await withBuildLock(async () => {
     await mustRun('pnpm', ['run', 'build'], packageDir);
-    return mustRun('pnpm', ['pack', '--pack-destination', scratch, '--json'], packageDir);
+    // One packer after the other: both read the same dist.
+    const pnpmJson = await mustRun('pnpm', ['pack', '--pack-destination', scratch, '--json'], packageDir);
+    const npmJson = await mustRun(
+      'npm',
+      ['pack', '--pack-destination', npmDestination, '--json', '--ignore-scripts'],
+      packageDir,
+    );
+    return [pnpmJson, npmJson];
   });
-  const tarball = (JSON.parse(packOutput) as { filename: string }).filename;
+  pnpmTarball = (JSON.parse(pnpmOutput) as { filename: string }).filename;
+  const [npmPacked] = JSON.parse(npmOutput) as Array<{ filename: string }>;
+  if (!npmPacked) throw new Error(`npm pack printed no tarball:\n${npmOutput}`);
+  npmTarball = path.join(npmDestination, npmPacked.filename);
 
   consumerDir = path.join(scratch, 'consumer');
   await cp(fixtureDir, consumerDir, { recursive: true });
-  await mustRun('tar', ['-xzf', tarball, '-C', scratch], scratch);
-  extractedDir = path.join(consumerDir, 'node_modules', '@idem', 'idempotency');
-  await mkdir(path.dirname(extractedDir), { recursive: true });
-  await rename(path.join(scratch, 'package'), extractedDir);
+  extractedDir = await extractInto(pnpmTarball, consumerDir);
+  npmConsumerDir = path.join(scratch, 'npm-consumer');
+  await cp(fixtureDir, npmConsumerDir, { recursive: true });
+  npmExtractedDir = await extractInto(npmTarball, npmConsumerDir);
+  packed = JSON.parse(readFileSync(path.join(extractedDir, 'package.json'), 'utf8')) as Manifest;
+}, 60_000);
+
+/**
+ * Extracts `tarball` as `node_modules/@idem/idempotency` of `consumer`, beside links to the peers and hard
+ * dependencies a real install would add (from the workspace). Resolves with the package's directory.
+ */
+async function extractInto(tarball: string, consumer: string): Promise<string> {
+  const unpacked = await mkdtemp(path.join(scratch, 'unpacked-'));
+  await mustRun('tar', ['-xzf', tarball, '-C', unpacked], unpacked);
+  const target = path.join(consumer, 'node_modules', '@idem', 'idempotency');
+  await mkdir(path.dirname(target), { recursive: true });
+  await rename(path.join(unpacked, 'package'), target);
   for (const name of linkedPackages) {
-    const link = path.join(consumerDir, 'node_modules', name);
+    const link = path.join(consumer, 'node_modules', name);
     await mkdir(path.dirname(link), { recursive: true });
     await symlink(packageDirOf(name), link, 'dir');
   }
-  packed = JSON.parse(readFileSync(path.join(extractedDir, 'package.json'), 'utf8')) as Manifest;
-}, 60_000);
+  return target;
+}
 
 afterAll(async () => {
   if (scratch) await rm(scratch, { recursive: true, force: true });
@@ -313,43 +346,182 @@ describe('the packed package', () => {
   });
 
   it('(d) plain Node loads every runtime subpath from dist (require on Node ≥ 24, and import)', async () => {
-    const specifiers = subpaths.map((subpath) =>
-      subpath === '.' ? packed.name : `${packed.name}/${subpath.slice(2)}`,
-    );
-    // One Node process for every subpath (spawning is the slow part): require() first, so that it loads each
-    // module itself through the `default` condition, then import().
-    const script = `
-      import { createRequire } from 'node:module';
-      const require = createRequire(process.cwd() + '/');
-      const results = [];
-      for (const specifier of ${JSON.stringify(specifiers)}) {
-        try {
-          const required = Object.keys(require(specifier)).sort();
-          const imported = Object.keys(await import(specifier)).sort();
-          results.push({ specifier, file: import.meta.resolve(specifier), required, imported });
-        } catch (error) {
-          results.push({ specifier, error: String(error) });
-        }
-      }
-      console.log(JSON.stringify(results));`;
-    const stdout = await mustRun(
-      process.execPath,
-      ['--no-warnings', '--input-type=module', '-e', script],
-      consumerDir,
-    );
-    const results = JSON.parse(stdout) as Array<{ file?: string; required?: string[]; imported?: string[] }>;
-    for (const [index, subpath] of subpaths.entries()) {
-      const result = results[index];
-      expect(result, subpath).toEqual({
-        specifier: specifiers[index],
-        file: `file://${path.join(extractedDir, distTargetsOf(subpath).default ?? '')}`,
-        // The same runtime exports as the TypeScript source the workspace uses.
-        required: Object.keys((await import(sourceEntryOf(subpath))) as object).sort(),
-        imported: result?.required,
-      });
-    }
+    await expectEverySubpathLoads(consumerDir, extractedDir, packed);
   });
 });
+
+describe('npm pack, like pnpm pack', () => {
+  it('packs the same package: the same files byte for byte, the same manifest for all a consumer reads', async () => {
+    const pnpmFiles = await filesOf(extractedDir);
+    const npmFiles = await filesOf(npmExtractedDir);
+    expect(npmFiles).toEqual(pnpmFiles);
+    const differing = pnpmFiles.filter(
+      (file) =>
+        file !== 'package.json' &&
+        !readFileSync(path.join(extractedDir, file)).equals(readFileSync(path.join(npmExtractedDir, file))),
+    );
+    expect(differing).toEqual([]);
+
+    const npmManifest = JSON.parse(
+      readFileSync(path.join(npmExtractedDir, 'package.json'), 'utf8'),
+    ) as Record<string, unknown>;
+    const pnpmManifest = packed as unknown as Record<string, unknown>;
+    for (const field of CONSUMER_FIELDS) expect(npmManifest[field], field).toEqual(pnpmManifest[field]);
+    // No workspace-only protocol where a package manager or a runtime looks.
+    const protocols = JSON.stringify(CONSUMER_FIELDS.map((field) => npmManifest[field])).match(
+      /"(?:catalog|workspace):[^"]*"/g,
+    );
+    expect(protocols).toBeNull();
+  });
+
+  it('installs with npm (offline, beside its one dependency) and plain Node imports it', async () => {
+    const app = path.join(scratch, 'npm-app');
+    await mkdir(path.join(app, 'node_modules'), { recursive: true });
+    // The hard dependency as the registry would give it (a copy: npm treats a symlink as a linked project and
+    // would run its scripts), at the catalog's version; offline, a range it does not satisfy fails the install.
+    const dependency = 'structured-headers';
+    await cp(realpathSync(packageDirOf(dependency)), path.join(app, 'node_modules', dependency), {
+      recursive: true,
+    });
+    await writeFile(
+      path.join(app, 'package.json'),
+      JSON.stringify({
+        name: 'npm-app',
+        private: true,
+        type: 'module',
+        dependencies: { [dependency]: catalogVersion(dependency) },
+      }),
+    );
+    const install = await attempt(
+      'npm',
+      [
+        'install',
+        '--offline',
+        '--no-audit',
+        '--no-fund',
+        '--ignore-scripts',
+        '--no-package-lock',
+        npmTarball,
+      ],
+      app,
+    );
+    expect(install.output.match(/npm error .*/g) ?? [], install.output).toEqual([]);
+    expect(install.ok, install.output).toBe(true);
+    const loaded = await attempt(
+      process.execPath,
+      [
+        '--no-warnings',
+        '--input-type=module',
+        '-e',
+        `const m = await import('${workspaceManifest.name}'); console.log(import.meta.resolve('${workspaceManifest.name}'), typeof m.parseIdempotencyKey);`,
+      ],
+      app,
+    );
+    expect(loaded.output.trim()).toBe(
+      `file://${path.join(app, 'node_modules', workspaceManifest.name, 'dist', 'index.js')} function`,
+    );
+  });
+
+  it('plain Node loads every runtime subpath of the npm-packed package', async () => {
+    const npmManifest = JSON.parse(
+      readFileSync(path.join(npmExtractedDir, 'package.json'), 'utf8'),
+    ) as Manifest;
+    await expectEverySubpathLoads(npmConsumerDir, npmExtractedDir, npmManifest);
+  });
+});
+
+/**
+ * What a package manager or a runtime reads from an installed package's manifest. `devDependencies` is not
+ * among them: npm and pnpm ignore a dependency's devDependencies (the npm install above holds `catalog:` and
+ * `workspace:` ones there).
+ */
+const CONSUMER_FIELDS = [
+  'name',
+  'version',
+  'type',
+  'exports',
+  'imports',
+  'main',
+  'module',
+  'types',
+  'bin',
+  'files',
+  'sideEffects',
+  'engines',
+  'os',
+  'cpu',
+  'dependencies',
+  'optionalDependencies',
+  'peerDependencies',
+  'peerDependenciesMeta',
+  'bundleDependencies',
+];
+
+/** The workspace catalog's version of `name` (pnpm-workspace.yaml). */
+function catalogVersion(name: string): string {
+  const workspace = readFileSync(path.join(workspaceRoot, 'pnpm-workspace.yaml'), 'utf8');
+  const escaped = name.replace(/[/@.-]/g, (c) => `\\${c}`);
+  const version = new RegExp(`^\\s+"?${escaped}"?:\\s*(\\S+)\\s*$`, 'm').exec(workspace)?.[1];
+  if (!version) throw new Error(`no catalog version for ${name}`);
+  return version;
+}
+
+/** Every file under `dir`, relative, sorted. */
+async function filesOf(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)))
+    .sort();
+}
+
+/**
+ * Plain Node, in `consumer`, requires then imports every subpath of the package extracted at `installed`: each
+ * must load from the file the manifest's `default` condition names, with the source's runtime exports.
+ */
+async function expectEverySubpathLoads(
+  consumer: string,
+  installed: string,
+  manifest: Manifest,
+): Promise<void> {
+  const specifiers = subpaths.map((subpath) =>
+    subpath === '.' ? manifest.name : `${manifest.name}/${subpath.slice(2)}`,
+  );
+  // One Node process for every subpath (spawning is the slow part): require() first, so that it loads each
+  // module itself through the `default` condition, then import().
+  const script = `
+    import { createRequire } from 'node:module';
+    const require = createRequire(process.cwd() + '/');
+    const results = [];
+    for (const specifier of ${JSON.stringify(specifiers)}) {
+      try {
+        const required = Object.keys(require(specifier)).sort();
+        const imported = Object.keys(await import(specifier)).sort();
+        results.push({ specifier, file: import.meta.resolve(specifier), required, imported });
+      } catch (error) {
+        results.push({ specifier, error: String(error) });
+      }
+    }
+    console.log(JSON.stringify(results));`;
+  const stdout = await mustRun(
+    process.execPath,
+    ['--no-warnings', '--input-type=module', '-e', script],
+    consumer,
+  );
+  const results = JSON.parse(stdout) as Array<{ file?: string; required?: string[]; imported?: string[] }>;
+  for (const [index, subpath] of subpaths.entries()) {
+    const result = results[index];
+    const target = manifest.exports[subpath];
+    const file = typeof target === 'string' ? target : (target?.default ?? '');
+    expect(result, subpath).toEqual({
+      specifier: specifiers[index],
+      file: `file://${path.join(installed, file)}`,
+      // The same runtime exports as the TypeScript source.
+      required: Object.keys((await import(sourceEntryOf(subpath))) as object).sort(),
+      imported: result?.required,
+    });
+  }
+}
 
 /** Every bare specifier (package or builtin) reachable through the entry's relative imports. */
 async function bareImportsOf(entry: string): Promise<string[]> {
