@@ -1,10 +1,11 @@
 /**
- * The package as another app gets it: built, packed by pnpm (which swaps `exports` for `publishConfig.exports`
- * and `catalog:` for versions), extracted into a scratch consumer, then checked from the outside — files,
- * publint, types under `nodenext` and `bundler`, and plain Node loading every runtime subpath without
- * TypeScript. In the workspace the same subpaths point at the TypeScript source (apps consume it directly).
- * `npm pack` of the same build must give the same package: the same files, the same manifest for everything a
- * consumer's package manager or runtime reads, installable by npm and loadable by plain Node.
+ * The package as another app gets it: built, packed, extracted into a scratch consumer, then checked from the
+ * outside — files, publint, types under `nodenext` and `bundler`, and plain Node loading every runtime subpath
+ * without TypeScript. The manifest is packed as it is written: `exports` at `dist` (types, then the ESM file)
+ * and dependencies at literal versions, nothing a packer has to rewrite, so `npm pack` gives the same package as
+ * `pnpm pack` (the same files byte for byte, the same manifest for all a consumer reads), which npm installs and
+ * plain Node loads. In this workspace the apps load the same `dist` (`turbo run build` builds it first); vitest
+ * alone maps the subpaths to the source (vitest.config.ts).
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
@@ -18,26 +19,53 @@ import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withBuildLock } from './support/build-lock.ts';
+import { entriesOf, type Manifest, packageDir, readManifest } from './support/entries.ts';
 
 const run = promisify(execFile);
-const packageDir = path.resolve(import.meta.dirname, '..');
 const workspaceRoot = path.resolve(packageDir, '../..');
 const fixtureDir = path.join(import.meta.dirname, 'fixtures', 'consumer');
 const tscBin = path.join(packageDir, 'node_modules', 'typescript', 'bin', 'tsc');
 
-interface Manifest {
-  name: string;
-  exports: Record<string, string | Record<string, string>>;
-  publishConfig?: { exports?: Manifest['exports'] };
-  dependencies?: Record<string, string>;
-  devDependencies?: Record<string, string>;
-  peerDependencies?: Record<string, string>;
-  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
-}
-
-const workspaceManifest = JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as Manifest;
+const workspaceManifest = readManifest();
+const entries = entriesOf(workspaceManifest);
 /** `.`, `./client`, …: every code subpath (not `./package.json`). */
-const subpaths = Object.keys(workspaceManifest.exports).filter((subpath) => subpath !== './package.json');
+const subpaths = entries.map((entry) => entry.subpath);
+
+/**
+ * What a package manager or a runtime reads from an installed package's manifest. `devDependencies` is not
+ * among them: npm and pnpm ignore a dependency's devDependencies, so the workspace's `catalog:` and
+ * `workspace:` ones stay (the npm install below installs a tarball that holds them).
+ */
+const CONSUMER_FIELDS = [
+  'name',
+  'version',
+  'type',
+  'exports',
+  'imports',
+  'main',
+  'module',
+  'types',
+  'bin',
+  'files',
+  'sideEffects',
+  'engines',
+  'os',
+  'cpu',
+  'dependencies',
+  'optionalDependencies',
+  'peerDependencies',
+  'peerDependenciesMeta',
+  'bundleDependencies',
+];
+
+/** The workspace catalog's version of `name` (pnpm-workspace.yaml). */
+function catalogVersion(name: string): string {
+  const workspace = readFileSync(path.join(workspaceRoot, 'pnpm-workspace.yaml'), 'utf8');
+  const escaped = name.replace(/[/@.-]/g, (c) => `\\${c}`);
+  const version = new RegExp(`^\\s+"?${escaped}"?:\\s*(\\S+)\\s*$`, 'm').exec(workspace)?.[1];
+  if (!version) throw new Error(`no catalog version for ${name}`);
+  return version;
+}
 
 /**
  * The peers each subpath may reach, transitively. Exact, so that a new import of a peer is a decision made
@@ -97,9 +125,9 @@ let npmConsumerDir: string;
 let npmExtractedDir: string;
 
 function sourceEntryOf(subpath: string): string {
-  const target = workspaceManifest.exports[subpath];
-  if (typeof target !== 'string') throw new Error(`${subpath}: the workspace export must be a source path`);
-  return path.join(packageDir, target);
+  const entry = entries.find((candidate) => candidate.subpath === subpath);
+  if (!entry) throw new Error(`${subpath}: not an entry of the manifest`);
+  return entry.source;
 }
 
 function distTargetsOf(subpath: string): Record<string, string> {
@@ -189,8 +217,8 @@ afterAll(async () => {
   if (scratch) await rm(scratch, { recursive: true, force: true });
 });
 
-describe('the packed package', () => {
-  it('exports the same subpaths as the workspace: source in the workspace, dist in the tarball', () => {
+describe('the manifest, packed as it is written', () => {
+  it('exports every subpath at dist (types, then the ESM file), in the workspace as in the tarball', () => {
     expect(subpaths).toEqual([
       '.',
       './client',
@@ -204,22 +232,43 @@ describe('the packed package', () => {
       './express',
       './otel',
     ]);
-    expect(Object.keys(packed.exports)).toEqual(Object.keys(workspaceManifest.exports));
     for (const subpath of subpaths) {
-      expect(workspaceManifest.exports[subpath]).toMatch(/^\.\/src\/.+\.ts$/);
-      const targets = distTargetsOf(subpath);
+      const targets = workspaceManifest.exports[subpath];
       // `types` first (TypeScript takes the first matching condition), then the ESM file.
-      expect(Object.keys(targets)).toEqual(['types', 'default']);
-      expect(targets.types).toMatch(/^\.\/dist\/.+\.d\.ts$/);
-      expect(targets.default).toMatch(/^\.\/dist\/.+\.js$/);
+      expect(targets && typeof targets === 'object' ? Object.keys(targets) : targets, subpath).toEqual([
+        'types',
+        'default',
+      ]);
+      expect(entries.find((entry) => entry.subpath === subpath)?.types).toMatch(/^\.\/dist\/.+\.d\.ts$/);
     }
-    // pnpm resolved every workspace-only specifier.
-    const specifiers = [packed.dependencies, packed.peerDependencies, packed.devDependencies].flatMap(
-      (deps) => Object.values(deps ?? {}),
-    );
-    expect(specifiers.filter((specifier) => /^(catalog|workspace):/.test(specifier))).toEqual([]);
+    // pnpm pack changes nothing a consumer reads: what is written is what ships.
+    const written = workspaceManifest as unknown as Record<string, unknown>;
+    const shipped = packed as unknown as Record<string, unknown>;
+    for (const field of CONSUMER_FIELDS) expect(shipped[field], field).toEqual(written[field]);
   });
 
+  it('names no workspace protocol where a consumer looks; each dependency at the catalog’s version', () => {
+    const written = workspaceManifest as unknown as Record<string, unknown>;
+    const protocols = JSON.stringify(CONSUMER_FIELDS.map((field) => written[field])).match(
+      /"(?:catalog|workspace|link|file):[^"]*"/g,
+    );
+    expect(protocols).toBeNull();
+    // The version the workspace tests with (pnpm-workspace.yaml's catalog), written out.
+    const dependencies = Object.entries(workspaceManifest.dependencies ?? {});
+    expect(dependencies.length).toBeGreaterThan(0);
+    for (const [name, version] of dependencies) expect(version, name).toBe(catalogVersion(name));
+  });
+
+  it('in vitest, each subpath is the module of its source file (vitest.config.ts’s alias), not dist', async () => {
+    for (const entry of entries) {
+      const bySpecifier = (await import(/* @vite-ignore */ entry.specifier)) as object;
+      const bySource = (await import(/* @vite-ignore */ entry.source)) as object;
+      expect(bySpecifier, entry.specifier).toBe(bySource);
+    }
+  });
+});
+
+describe('the packed package', () => {
   it('(a) has every file its exports name, with declaration maps and source maps that resolve', () => {
     for (const subpath of subpaths) {
       for (const [condition, target] of Object.entries(distTargetsOf(subpath))) {
@@ -377,19 +426,18 @@ describe('npm pack, like pnpm pack', () => {
   it('installs with npm (offline, beside its one dependency) and plain Node imports it', async () => {
     const app = path.join(scratch, 'npm-app');
     await mkdir(path.join(app, 'node_modules'), { recursive: true });
-    // The hard dependency as the registry would give it (a copy: npm treats a symlink as a linked project and
-    // would run its scripts), at the catalog's version; offline, a range it does not satisfy fails the install.
-    const dependency = 'structured-headers';
-    await cp(realpathSync(packageDirOf(dependency)), path.join(app, 'node_modules', dependency), {
-      recursive: true,
-    });
+    // The hard dependencies as the registry would give them (copies: npm treats a symlink as a linked project
+    // and would run its scripts), at the catalog's versions; offline, a range they do not satisfy fails the install.
+    const dependencies = Object.keys(workspaceManifest.dependencies ?? {});
+    for (const name of dependencies)
+      await cp(realpathSync(packageDirOf(name)), path.join(app, 'node_modules', name), { recursive: true });
     await writeFile(
       path.join(app, 'package.json'),
       JSON.stringify({
         name: 'npm-app',
         private: true,
         type: 'module',
-        dependencies: { [dependency]: catalogVersion(dependency) },
+        dependencies: Object.fromEntries(dependencies.map((name) => [name, catalogVersion(name)])),
       }),
     );
     const install = await attempt(
@@ -429,42 +477,6 @@ describe('npm pack, like pnpm pack', () => {
     await expectEverySubpathLoads(npmConsumerDir, npmExtractedDir, npmManifest);
   });
 });
-
-/**
- * What a package manager or a runtime reads from an installed package's manifest. `devDependencies` is not
- * among them: npm and pnpm ignore a dependency's devDependencies (the npm install above holds `catalog:` and
- * `workspace:` ones there).
- */
-const CONSUMER_FIELDS = [
-  'name',
-  'version',
-  'type',
-  'exports',
-  'imports',
-  'main',
-  'module',
-  'types',
-  'bin',
-  'files',
-  'sideEffects',
-  'engines',
-  'os',
-  'cpu',
-  'dependencies',
-  'optionalDependencies',
-  'peerDependencies',
-  'peerDependenciesMeta',
-  'bundleDependencies',
-];
-
-/** The workspace catalog's version of `name` (pnpm-workspace.yaml). */
-function catalogVersion(name: string): string {
-  const workspace = readFileSync(path.join(workspaceRoot, 'pnpm-workspace.yaml'), 'utf8');
-  const escaped = name.replace(/[/@.-]/g, (c) => `\\${c}`);
-  const version = new RegExp(`^\\s+"?${escaped}"?:\\s*(\\S+)\\s*$`, 'm').exec(workspace)?.[1];
-  if (!version) throw new Error(`no catalog version for ${name}`);
-  return version;
-}
 
 /** Every file under `dir`, relative, sorted. */
 async function filesOf(dir: string): Promise<string[]> {
