@@ -8,8 +8,8 @@
  * alone maps the subpaths to the source (vitest.config.ts).
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { existsSync, globSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { cp, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -477,6 +477,111 @@ describe('npm pack, like pnpm pack', () => {
     await expectEverySubpathLoads(npmConsumerDir, npmExtractedDir, npmManifest);
   });
 });
+
+describe('the README in the tarball', () => {
+  it('points nowhere outside the package: relative paths resolve in the tarball, the rest is the repository’s URL', async () => {
+    const readme = await readFile(path.join(extractedDir, 'README.md'), 'utf8');
+    expect(readmeReferences(readme).links.length).toBeGreaterThan(0);
+    expect(readmeLinkProblems(readme, extractedDir)).toEqual([]);
+  });
+
+  it('control: each way out of the package is told apart', () => {
+    const repository = repositoryUrl(workspaceManifest);
+    const markdown = [
+      'Measured: [docs/BENCHMARKS.md](../../docs/BENCHMARKS.md); the entry `src/index.ts`, built to `dist/`.',
+      'The tests: `test/newcomer.test.ts` and [`test/packaging.test.ts`], [gone](' +
+        repository +
+        '/blob/main/docs/GONE.md),',
+      `[old branch](${repository}/blob/master/README.md), [a dir as a file](${repository}/blob/main/examples).`,
+      '',
+      '```sh',
+      'cat test/newcomer.test.ts ../../README.md',
+      '```',
+      '',
+      `[\`test/packaging.test.ts\`]: ${repository}/blob/main/packages/idempotency/test/packaging.test.ts`,
+    ].join('\n');
+    expect(readmeLinkProblems(markdown, extractedDir)).toEqual([
+      '../../docs/BENCHMARKS.md: not in the tarball',
+      `${repository}/blob/main/docs/GONE.md: no such file in the repository`,
+      `${repository}/blob/master/README.md: not under ${repository}/blob/main/ or ${repository}/tree/main/`,
+      `${repository}/blob/main/examples: no such file in the repository`,
+      '`test/newcomer.test.ts`: a path of the repository, not in the tarball, and no link',
+    ]);
+  });
+});
+
+/**
+ * What in `markdown` (a README packed in `tarball`) leads out of the package: a relative link to a file not in
+ * the tarball; a link into the repository (package.json's `repository`) that is not on its main branch or names
+ * no such file or directory in this checkout; a path in code (`test/x.test.ts`) that names a file of the
+ * repository, is no link, and is not in the tarball either (`src/…` and `dist/` are).
+ */
+function readmeLinkProblems(markdown: string, tarball: string): string[] {
+  const { links, unlinkedPaths } = readmeReferences(markdown);
+  const repository = repositoryUrl(workspaceManifest);
+  const problems: string[] = [];
+  for (const url of links) {
+    if (url.startsWith('#')) continue;
+    if (!/^[a-z][a-z0-9+.-]*:/i.test(url)) {
+      const target = path.resolve(tarball, decodeURIComponent(url.replace(/[#?].*$/, '')));
+      const inside = !path.relative(tarball, target).startsWith('..');
+      if (!inside || !existsSync(target)) problems.push(`${url}: not in the tarball`);
+      continue;
+    }
+    if (!url.startsWith(`${repository}/`)) continue;
+    const [, kind, target = ''] = /^\/(blob|tree)\/main\/([^#?]+)/.exec(url.slice(repository.length)) ?? [];
+    const file = path.join(workspaceRoot, decodeURIComponent(target));
+    if (!kind) problems.push(`${url}: not under ${repository}/blob/main/ or ${repository}/tree/main/`);
+    else if (!existsSync(file) || statSync(file).isDirectory() !== (kind === 'tree'))
+      problems.push(`${url}: no such ${kind === 'tree' ? 'directory' : 'file'} in the repository`);
+  }
+  for (const span of unlinkedPaths) {
+    if (span in workspaceManifest.exports) continue; // `./prisma`: a subpath of the package, not a directory
+    const inRepository = [packageDir, workspaceRoot].some((base) => globSync(span, { cwd: base }).length > 0);
+    if (inRepository && globSync(span, { cwd: tarball }).length === 0)
+      problems.push(`\`${span}\`: a path of the repository, not in the tarball, and no link`);
+  }
+  return problems;
+}
+
+/** `git+https://github.com/OWNER/idem.git` → `https://github.com/OWNER/idem`. */
+function repositoryUrl(manifest: Manifest): string {
+  const url = manifest.repository?.url?.replace(/^git\+/, '').replace(/\.git$/, '');
+  if (!url?.startsWith('https://')) throw new Error(`package.json: no https repository URL (${url})`);
+  return url;
+}
+
+/**
+ * The README's link targets (inline `[text](url)`, and `[text][label]`, `[text][]` and `[text]` through their
+ * `[label]: url` definitions), and the code spans outside any link text that look like relative paths
+ * (`dir/file`, no spaces). Fenced code blocks are not prose: skipped.
+ */
+function readmeReferences(markdown: string): { links: string[]; unlinkedPaths: string[] } {
+  const definitions = new Map<string, string>();
+  const normalize = (label: string) => label.trim().replace(/\s+/g, ' ').toLowerCase();
+  const prose = markdown
+    .replace(/^```[\s\S]*?^```/gm, '')
+    .replace(/^ {0,3}\[([^\]]+)\]:\s*(\S+).*$/gm, (_line, label: string, url: string) => {
+      definitions.set(normalize(label), url);
+      return '';
+    });
+  const links: string[] = [];
+  const linkedText: Array<[number, number]> = [];
+  const link = /\[((?:[^[\]]|\[[^\]]*\])*)\](?:\(([^)\s]*)(?:\s+"[^"]*")?\)|\[([^\]]*)\])?/g;
+  for (const match of prose.matchAll(link)) {
+    const [, text = '', inline, label] = match;
+    const url =
+      inline ?? definitions.get(normalize(label === undefined || label === '' ? text : label)) ?? undefined;
+    if (url === undefined) continue;
+    links.push(url);
+    linkedText.push([match.index + 1, match.index + 1 + text.length]);
+  }
+  const unlinkedPaths = [...prose.matchAll(/`([^`\n]+)`/g)]
+    .filter((match) => !linkedText.some(([from, to]) => match.index >= from && match.index < to))
+    .map((match) => match[1] ?? '')
+    .filter((span) => /^(?:\.{1,2}\/)?[\w.-]+\/[\w.*/-]*$/.test(span));
+  return { links, unlinkedPaths: [...new Set(unlinkedPaths)] };
+}
 
 /** Every file under `dir`, relative, sorted. */
 async function filesOf(dir: string): Promise<string[]> {
