@@ -193,7 +193,25 @@ beforeAll(async () => {
   await cp(fixtureDir, npmConsumerDir, { recursive: true });
   npmExtractedDir = await extractInto(npmTarball, npmConsumerDir);
   packed = JSON.parse(readFileSync(path.join(extractedDir, 'package.json'), 'utf8')) as Manifest;
+  await writeFile(path.join(consumerDir, 'src', 'readme-express.ts'), readmeExpressRecipe());
 }, 60_000);
+
+/**
+ * The README's Express 5 recipe as a file of a plain Express project: the block verbatim, after declarations of
+ * what the recipe says is the app's own (`db`, its Prisma client; `userIdOf`, its authentication).
+ */
+function readmeExpressRecipe(): string {
+  const readme = readFileSync(path.join(packageDir, 'README.md'), 'utf8');
+  const start = readme.indexOf('**Express 5**');
+  const block = /```ts\n([\s\S]*?)```/.exec(readme.slice(start))?.[1];
+  if (start < 0 || !block) throw new Error('README: no ts block after **Express 5**');
+  return [
+    "import type { PrismaClient } from '@idem/db';",
+    'declare const db: PrismaClient;',
+    'declare function userIdOf(authorization: string | undefined): string | null;',
+    block,
+  ].join('\n');
+}
 
 /**
  * Extracts `tarball` as `node_modules/@idem/idempotency` of `consumer`, beside links to the peers and hard
@@ -348,7 +366,7 @@ describe('the packed package', () => {
     }
   });
 
-  it('(c) a consumer typechecks against the packed types with moduleResolution nodenext and bundler', async () => {
+  it('(c) a consumer, and the README’s Express recipe, typecheck against the packed types with moduleResolution nodenext and bundler', async () => {
     const configs = ['tsconfig.nodenext.json', 'tsconfig.bundler.json'];
     const results = await Promise.all(
       configs.map((config) => attempt(process.execPath, [tscBin, '-p', config, '--listFiles'], consumerDir)),
@@ -371,7 +389,7 @@ describe('the packed package', () => {
     }
   });
 
-  it('(c) control: the same consumer with one wrong type assertion fails to typecheck', async () => {
+  it('(c) control: one wrong type assertion, and the Express recipe on `req.user`, fail to typecheck', async () => {
     const control = path.join(consumerDir, 'src', 'control.ts');
     await writeFile(
       control,
@@ -384,13 +402,24 @@ describe('the packed package', () => {
         '',
       ].join('\n'),
     );
+    // The recipe as it was: plain Express 5 declares no `req.user`.
+    const recipe = readmeExpressRecipe();
+    const onUser = recipe.replace(/getScope: \(req\) => .*$/m, 'getScope: (req) => req.user?.id,');
+    expect(onUser).not.toBe(recipe);
+    const expressControl = path.join(consumerDir, 'src', 'control-express.ts');
+    await writeFile(expressControl, onUser);
     try {
       const result = await attempt(process.execPath, [tscBin, '-p', 'tsconfig.nodenext.json'], consumerDir);
       expect(result.ok).toBe(false);
-      expect(result.output).toContain('src/control.ts');
-      expect(result.output.split('\n').filter((line) => /^src\/(?!control\.ts)/.test(line))).toEqual([]);
+      const errors = result.output.split('\n').filter((line) => /^src\//.test(line));
+      expect(errors.filter((line) => line.startsWith('src/control.ts'))).not.toEqual([]);
+      expect(errors.filter((line) => line.startsWith('src/control-express.ts'))).toEqual([
+        expect.stringMatching(/error TS2339: Property 'user' does not exist on type 'Request/),
+      ]);
+      expect(errors.filter((line) => !/^src\/control(-express)?\.ts/.test(line))).toEqual([]);
     } finally {
       await rm(control);
+      await rm(expressControl);
     }
   });
 
