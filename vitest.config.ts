@@ -1,16 +1,40 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 const POLL = { poll: { timeout: 15_000 } };
 
+/**
+ * `@idem/idempotency` and each of its subpaths → the TypeScript source of the entry its `exports` names in
+ * `dist` (`./dist/<entry>.js` is built from `./src/<entry>.ts`). Everywhere else the workspace loads the library
+ * the way a consumer does, from `dist` (`turbo run build` builds it first); under vitest it is the source, so a
+ * test runs the code as it is now, without a rebuild, and Stryker's mutants (made in the source) are what the
+ * tests reach. Processes a test starts (tsx, next) load `dist`.
+ */
+function librarySourceAliases(): Array<{ find: RegExp; replacement: string }> {
+  const packageDir = path.resolve(import.meta.dirname, 'packages/idempotency');
+  const manifest = JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as {
+    name: string;
+    exports: Record<string, string | { default?: string }>;
+  };
+  return Object.entries(manifest.exports).flatMap(([subpath, target]) => {
+    const entry =
+      typeof target === 'string' ? undefined : /^\.\/dist\/(.+)\.js$/.exec(target.default ?? '')?.[1];
+    if (!entry) return [];
+    const specifier = `${manifest.name}${subpath.slice(1)}`.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+    return [{ find: new RegExp(`^${specifier}$`), replacement: path.join(packageDir, 'src', `${entry}.ts`) }];
+  });
+}
+
+const alias = [
+  { find: '~', replacement: path.resolve(import.meta.dirname, 'apps/web/src') },
+  // Next's marker package throws outside React Server Components; tests call server code directly.
+  { find: 'server-only', replacement: path.resolve(import.meta.dirname, 'tests/setup/empty-module.ts') },
+  ...librarySourceAliases(),
+];
+
 export default defineConfig({
-  resolve: {
-    alias: {
-      '~': path.resolve(import.meta.dirname, 'apps/web/src'),
-      // Next's marker package throws outside React Server Components; tests call server code directly.
-      'server-only': path.resolve(import.meta.dirname, 'tests/setup/empty-module.ts'),
-    },
-  },
+  resolve: { alias },
   test: {
     globalSetup: ['tests/setup/database.ts'],
     setupFiles: ['tests/setup/env.ts'],
@@ -40,6 +64,7 @@ export default defineConfig({
       {
         // The library's database-free tests again, in a zone that is not UTC: a local-time reading of an HTTP
         // date (or any date meant as UTC) passes on a UTC machine and fails here.
+        resolve: { alias },
         test: {
           name: 'new-york',
           include: [

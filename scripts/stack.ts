@@ -1,7 +1,7 @@
 /**
  * Runs the whole local stack: database → migrations → seed → payment provider → worker → web app.
  *
- *   tsx scripts/stack.ts dev     `pnpm dev`:   next dev, data kept in .data/
+ *   tsx scripts/stack.ts dev     `pnpm dev`:   next dev, data kept in .data/, @idem/idempotency rebuilt on change
  *   tsx scripts/stack.ts start   `pnpm start`: next start (after `pnpm build`), data kept in .data/
  *   tsx scripts/stack.ts e2e     Playwright:   next start on a fresh database that is dropped on exit
  *
@@ -27,7 +27,13 @@ import {
   withDatabase,
 } from '@idem/dev-db/postgres';
 import { demoUsers } from '@idem/dev-db/seed-data';
-import { type ManagedProcess, startProcess, stopProcesses, waitForHttp } from './lib/processes.ts';
+import {
+  type ManagedProcess,
+  startProcess,
+  stopProcesses,
+  waitForHttp,
+  waitForOutput,
+} from './lib/processes.ts';
 import { type StackMode, stackSecrets } from './lib/secrets.ts';
 
 const mode = process.argv[2] as StackMode;
@@ -40,6 +46,7 @@ const webPort = Number(process.env.PORT ?? (mode === 'e2e' ? 3100 : 3000));
 const providerPort = Number(process.env.PROVIDER_PORT ?? (mode === 'e2e' ? 4100 : 4000));
 const host = process.env.HOST ?? '127.0.0.1';
 const dataDir = path.resolve(repoRoot, process.env.IDEM_DATA_DIR ?? '.data');
+const libraryDir = path.join(repoRoot, 'packages/idempotency');
 // 5432 usually belongs to a system Postgres; the embedded one stays out of its way.
 const embeddedPort = Number(process.env.EMBEDDED_PG_PORT ?? (mode === 'e2e' ? 54339 : 54329));
 
@@ -99,14 +106,43 @@ async function main() {
   await assertPortFree(webPort, host);
   await assertPortFree(providerPort, host);
 
+  // Every process below loads @idem/idempotency from its build (`exports` → dist/), as an app outside the
+  // repository would.
+  let libraryBuilt: Promise<void> = Promise.resolve();
   if (mode === 'dev') {
+    // tsc in watch mode: its first pass builds dist/ (while the database starts), later ones rebuild it on every
+    // change of the library's source, which `next dev` picks up. Nothing that imports the library starts before
+    // the first pass is written out.
+    const library = startProcess(
+      'library',
+      process.execPath,
+      [
+        path.join(libraryDir, 'node_modules/typescript/bin/tsc'),
+        '-p',
+        path.join(libraryDir, 'tsconfig.build.json'),
+        '--watch',
+        '--preserveWatchOutput',
+      ],
+      { cwd: libraryDir, env: process.env, color: 32 },
+    );
+    children.push(library);
+    libraryBuilt = waitForOutput(library, /Watching for file changes/, 120_000).catch((error: unknown) => {
+      throw new StackError(`@idem/idempotency did not build: ${messageOf(error)}`);
+    });
+    // Awaited below, after the database: a failure before then must not be an unhandled rejection.
+    libraryBuilt.catch(() => undefined);
     const generated = runPrisma(['generate']);
     if (generated.status !== 0) throw new StackError(`prisma generate failed:\n${generated.stderr}`);
   } else if (!existsSync(path.join(repoRoot, 'apps/web/.next/BUILD_ID'))) {
     throw new StackError('No production build of apps/web: run `pnpm build` first.');
+  } else if (!existsSync(path.join(libraryDir, 'dist/index.js'))) {
+    throw new StackError(
+      'No build of @idem/idempotency (packages/idempotency/dist): run `pnpm build` first.',
+    );
   }
 
   const databaseUrl = await provisionDatabase();
+  await libraryBuilt;
   const { applied } = await migrateDatabase(databaseUrl);
   log(`migrations applied: ${applied.length} (${databaseNameOf(databaseUrl)})`);
 

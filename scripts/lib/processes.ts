@@ -37,6 +37,29 @@ export function startProcess(
   return { name, child, exited };
 }
 
+/** Resolves when `proc` prints a line matching `pattern`; rejects if it exits first or `timeoutMs` passes. */
+export function waitForOutput(proc: ManagedProcess, pattern: RegExp, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const onData = (chunk: Buffer) => {
+      seen = `${seen}${chunk.toString('utf8')}`.slice(-4_096);
+      if (pattern.test(seen)) done();
+    };
+    const timer = setTimeout(
+      () => done(new Error(`${proc.name} printed nothing like ${pattern} within ${timeoutMs / 1000} s`)),
+      timeoutMs,
+    );
+    function done(error?: Error) {
+      clearTimeout(timer);
+      proc.child.stdout?.off('data', onData);
+      if (error) reject(error);
+      else resolve();
+    }
+    proc.child.stdout?.on('data', onData);
+    void proc.exited.then((code) => done(new Error(`${proc.name} exited (code ${code}) before ${pattern}`)));
+  });
+}
+
 /** SIGTERM, then SIGKILL after `graceMs` for anything still alive. */
 export async function stopProcesses(processes: ManagedProcess[], graceMs = 8_000): Promise<void> {
   await Promise.all(

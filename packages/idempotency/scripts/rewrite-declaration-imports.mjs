@@ -1,5 +1,6 @@
 /**
- * After `tsc -p tsconfig.build.json`: rewrites relative `.ts` specifiers in the emitted declaration files to
+ * After `tsc -p tsconfig.build.json` (scripts/build.mjs runs it on its staging directory, the argument; default
+ * `dist/`): rewrites relative `.ts` specifiers in the emitted declaration files to
  * `.js`. The sources import `./x.ts` and `rewriteRelativeImportExtensions` rewrites them in the emitted `.js`
  * only — tsc leaves `.d.ts` imports as written (microsoft/TypeScript#61037). TypeScript itself resolves
  * `./x.ts` inside a `.d.ts` to `./x.d.ts`, but other tools (IDEs, API extractors, type checkers of bundlers)
@@ -9,7 +10,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-const distDir = path.join(import.meta.dirname, '..', 'dist');
+const distDir = path.resolve(process.argv[2] ?? path.join(import.meta.dirname, '..', 'dist'));
 // `from './x.ts'`, `import './x.ts'`, `import('./x.ts')` — relative specifiers only, never a package's name.
 const relativeTsSpecifier = /((?:from|import)\s*\(?\s*)(['"])(\.{1,2}\/[^'"]*?)\.([mc]?)ts\2/g;
 

@@ -40,7 +40,7 @@ describe('mariadbIdempotencyKeysSchema', () => {
     expect(readme).toContain(`\`\`\`sql\n${mariadbIdempotencyKeysSchema().ddl}\`\`\``);
   });
 
-  it('the DDL creates the columns, the primary key and the indexes the store relies on', async () => {
+  it('the DDL creates the columns, the primary key and the indexes the store relies on; run again, it changes nothing', async () => {
     const db = mariadb.db;
     const columns = await db.$queryRawUnsafe<Array<{ name: string; type: string; nullable: string }>>(
       `SELECT COLUMN_NAME AS name, COLUMN_TYPE AS type, IS_NULLABLE AS nullable FROM information_schema.COLUMNS
@@ -80,6 +80,18 @@ describe('mariadbIdempotencyKeysSchema', () => {
       `SELECT ENGINE AS engine FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'idempotency_keys'`,
     );
     expect(engine?.engine).toBe('InnoDB');
+
+    // Re-runnable: the statement again, on the table it made, changes nothing and fails on nothing.
+    const showCreate = async () =>
+      db.$queryRawUnsafe<Array<Record<string, string>>>('SHOW CREATE TABLE idempotency_keys');
+    const before = await showCreate();
+    await mariadb.scratch.execute(mariadbIdempotencyKeysSchema().statements);
+    expect(await showCreate()).toEqual(before);
+    // Control: without IF NOT EXISTS, the second run fails on the table that is there.
+    const [createTable = ''] = mariadbIdempotencyKeysSchema().statements;
+    await expect(
+      mariadb.scratch.execute([createTable.replace('CREATE TABLE IF NOT EXISTS', 'CREATE TABLE')]),
+    ).rejects.toThrow(/already exists/);
   });
 
   it('the Prisma model reads the row the store wrote in the DDL’s table', async () => {
@@ -119,7 +131,7 @@ describe('mariadbIdempotencyKeysSchema', () => {
 
   it('a table of another name (and database) gets its own names; a name that is not an identifier is refused', () => {
     const schema = mariadbIdempotencyKeysSchema('shop.idem_keys');
-    expect(schema.ddl).toMatch(/^CREATE TABLE `shop`\.`idem_keys` \(/);
+    expect(schema.ddl).toMatch(/^CREATE TABLE IF NOT EXISTS `shop`\.`idem_keys` \(/);
     expect(schema.indexes.map((index) => index.name)).toEqual([
       'idem_keys_expires_at_idx',
       'idem_keys_in_flight_idx',

@@ -72,18 +72,27 @@ function normalizedModel(text: string, model: string): string | null {
 
 // Each test builds the schema itself (not once for the file): what a test checks is then what it ran.
 describe('the key table, defined once', () => {
-  it('its DDL builds the table the migrations build: columns, primary key and every index, (state, scope) included', async () => {
+  it('its DDL builds the table the migrations build: columns, primary key and every index, (state, scope) included; run again, it changes nothing', async () => {
     const scratch = uniqueTableName('idem_schema');
     await db.$executeRawUnsafe(`create schema "${scratch}"`);
     try {
-      for (const statement of idempotencyKeysSchema(`${scratch}.idempotency_keys`).statements)
-        await db.$executeRawUnsafe(statement);
+      const { statements } = idempotencyKeysSchema(`${scratch}.idempotency_keys`);
+      for (const statement of statements) await db.$executeRawUnsafe(statement);
       const migrated = await shapeOf('public', 'idempotency_keys');
       const fromDdl = await shapeOf(scratch, 'idempotency_keys');
       expect(migrated.indexes).toContain(
         'CREATE INDEX idempotency_keys_in_flight_idx ON idempotency_keys USING btree (state, scope)',
       );
       expect(fromDdl).toEqual(migrated);
+
+      // Re-runnable: the same statements again change nothing and fail on nothing.
+      for (const statement of statements) await db.$executeRawUnsafe(statement);
+      expect(await shapeOf(scratch, 'idempotency_keys')).toEqual(migrated);
+      // Control: without IF NOT EXISTS, the second run fails on the table that is there.
+      const [createTable = ''] = statements;
+      await expect(
+        db.$executeRawUnsafe(createTable.replace('CREATE TABLE IF NOT EXISTS', 'CREATE TABLE')),
+      ).rejects.toThrow(/already exists/);
 
       // Control: the same comparison notices a table without the in-flight index (the README's old SQL).
       await db.$executeRawUnsafe(`drop index "${scratch}"."idempotency_keys_in_flight_idx"`);
@@ -103,7 +112,9 @@ describe('the key table, defined once', () => {
       'keys_expires_at_idx',
       'keys_in_flight_idx',
     ]);
-    expect(idempotencyKeysSchema('billing.keys').ddl).toContain('CREATE TABLE "billing"."keys"');
+    expect(idempotencyKeysSchema('billing.keys').ddl).toContain(
+      'CREATE TABLE IF NOT EXISTS "billing"."keys"',
+    );
     expect(() => idempotencyKeysSchema('keys; drop table x')).toThrow(/Invalid table name/);
   });
 

@@ -6,13 +6,11 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { entriesOf, packageDir, readManifest } from './support/entries.ts';
 
-const packageDir = path.resolve(import.meta.dirname, '..');
-const manifest = JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as {
-  name: string;
-  exports: Record<string, string>;
-};
-const entries = Object.entries(manifest.exports).filter(([subpath]) => subpath !== './package.json');
+const manifest = readManifest();
+/** [subpath, the entry's source file]. */
+const entries = entriesOf(manifest).map((entry) => [entry.subpath, entry.source] as const);
 
 /** `export { a, type B as C } from './x.ts'` statements of a module: [exported name, local name, from]. */
 function reExportsOf(file: string): Array<[string, string, string]> {
@@ -47,8 +45,7 @@ function declarationOf(file: string, name: string, depth = 0): string {
  */
 function exportsBySubpath(): Map<string, Map<string, string>> {
   const result = new Map<string, Map<string, string>>();
-  for (const [subpath, target] of entries) {
-    const file = path.join(packageDir, target);
+  for (const [subpath, file] of entries) {
     const stray = readFileSync(file, 'utf8')
       .replace(/\/\*[\s\S]*?\*\//g, '')
       .replace(/export\s+(?:type\s+)?\{[^}]*\}\s+from\s+'[^']+';/g, '')

@@ -13,7 +13,7 @@ import { createSqliteIdempotencyStore, sqliteIdempotencyKeysSchema } from '../sr
 import { createSqliteKeyTable, scratchSqliteFile } from './support/sqlite-db.ts';
 
 describe('sqliteIdempotencyKeysSchema', () => {
-  it('its DDL creates the columns, primary key and indexes the store uses', async () => {
+  it('its DDL creates the columns, primary key and indexes the store uses; run again, it changes nothing', async () => {
     const file = scratchSqliteFile();
     await createSqliteKeyTable(file);
     const db = createSqlitePrismaClient({ file });
@@ -49,13 +49,26 @@ describe('sqliteIdempotencyKeysSchema', () => {
       );
       // A rowid table: the cleanup's batch delete names rows by rowid.
       expect(await db.$queryRawUnsafe('select rowid from idempotency_keys limit 1')).toEqual([]);
+
+      // Re-runnable: the statements again, on the table they made, change nothing and fail on nothing.
+      const before = await db.$queryRawUnsafe('select type, name, sql from sqlite_schema order by name');
+      for (const statement of sqliteIdempotencyKeysSchema().statements) await db.$executeRawUnsafe(statement);
+      expect(await db.$queryRawUnsafe('select type, name, sql from sqlite_schema order by name')).toEqual(
+        before,
+      );
+      // Control: without IF NOT EXISTS, the second run fails on the table that is there.
+      const [createTable = ''] = sqliteIdempotencyKeysSchema().statements;
+      await expect(
+        db.$executeRawUnsafe(createTable.replace('CREATE TABLE IF NOT EXISTS', 'CREATE TABLE')),
+      ).rejects.toThrow(/already exists/);
     } finally {
       await db.$disconnect();
     }
   });
 
-  it('the package README shows the SQL verbatim', () => {
+  it('the package README shows the generated model and SQL verbatim', () => {
     const readme = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
+    expect(readme).toContain(`\`\`\`prisma\n${sqliteIdempotencyKeysSchema().prismaModel}\`\`\``);
     expect(readme).toContain(`\`\`\`sql\n${sqliteIdempotencyKeysSchema().ddl}\`\`\``);
   });
 
@@ -65,7 +78,7 @@ describe('sqliteIdempotencyKeysSchema', () => {
     );
     expect(readFileSync(schemaFile, 'utf8')).toContain(sqliteIdempotencyKeysSchema().prismaModel);
     const custom = sqliteIdempotencyKeysSchema('my_keys');
-    expect(custom.statements[0]).toMatch(/^CREATE TABLE "my_keys" \(/);
+    expect(custom.statements[0]).toMatch(/^CREATE TABLE IF NOT EXISTS "my_keys" \(/);
     expect(custom.prismaModel).toContain('@@map("my_keys")');
     expect(() => sqliteIdempotencyKeysSchema('main.keys')).toThrow(/Invalid table/);
   });

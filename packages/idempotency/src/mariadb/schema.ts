@@ -144,6 +144,9 @@ const INDEXES: readonly Index[] = [
   { suffix: 'expires_at_idx', columns: ['expires_at'], doc: ['The cleanup walks expired keys by expiry.'] },
   {
     suffix: 'in_flight_idx',
+    // Scope first, unlike Postgres's (state, scope): that order keeps a Postgres prepared statement's cached
+    // generic plan from reading a key's row through this index; here the planner takes the primary key whenever
+    // all of its columns are given (MariaDB plans every execution), so the order does not matter for lookups.
     columns: ['scope', 'state'],
     doc: ["The claim's per-principal in-flight count reads only the principal's keys that are processing."],
   },
@@ -152,7 +155,10 @@ const INDEXES: readonly Index[] = [
 export interface MariadbIdempotencyKeysSchema {
   /** The table as given (`idempotency_keys`, or `database.table`). */
   table: string;
-  /** `CREATE TABLE` and its indexes, for a migration you write yourself. */
+  /**
+   * `CREATE TABLE IF NOT EXISTS` with its indexes inline, for a migration you write yourself: run again, it
+   * changes nothing (nor an existing table of the same name).
+   */
   ddl: string;
   /** The statements of `ddl` one by one (a prepared statement holds one). */
   statements: string[];
@@ -177,7 +183,7 @@ export function mariadbIdempotencyKeysSchema(
       `${column.sqlDefault ? ` DEFAULT ${column.sqlDefault}` : ''},`,
   );
   const statements = [
-    `CREATE TABLE ${quoted} (\n${columnLines.join('\n')}\n\n` +
+    `CREATE TABLE IF NOT EXISTS ${quoted} (\n${columnLines.join('\n')}\n\n` +
       `    PRIMARY KEY (${columnList(PRIMARY_KEY)}),\n` +
       indexes.map((index) => `    INDEX ${quote(index.name)} (${columnList(index.columns)})`).join(',\n') +
       '\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;',

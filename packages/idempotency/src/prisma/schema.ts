@@ -152,7 +152,10 @@ const INDEXES: readonly Index[] = [
 export interface IdempotencyKeysSchema {
   /** The table as given (`idempotency_keys`, or `schema.table`). */
   table: string;
-  /** `CREATE TABLE` and its `CREATE INDEX` statements, for a migration you write yourself. */
+  /**
+   * `CREATE TABLE IF NOT EXISTS` and its `CREATE INDEX IF NOT EXISTS` statements, for a migration you write
+   * yourself: run again, they change nothing (nor an existing table or index of the same name).
+   */
   ddl: string;
   /** The statements of `ddl` one by one (Postgres runs one prepared statement at a time). */
   statements: string[];
@@ -176,10 +179,11 @@ export function idempotencyKeysSchema(table: string = DEFAULT_IDEMPOTENCY_TABLE)
       `${column.sqlDefault ? ` DEFAULT ${column.sqlDefault}` : ''},`,
   );
   const statements = [
-    `CREATE TABLE ${quoted} (\n${columnLines.join('\n')}\n\n` +
+    `CREATE TABLE IF NOT EXISTS ${quoted} (\n${columnLines.join('\n')}\n\n` +
       `    CONSTRAINT ${quote(`${bare}_pkey`)} PRIMARY KEY (${columnList(PRIMARY_KEY)})\n);`,
     ...indexes.map(
-      (index) => `CREATE INDEX ${quote(index.name)} ON ${quoted}(${columnList(index.columns)});`,
+      (index) =>
+        `CREATE INDEX IF NOT EXISTS ${quote(index.name)} ON ${quoted}(${columnList(index.columns)});`,
     ),
   ];
 

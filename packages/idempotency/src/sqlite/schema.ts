@@ -134,6 +134,9 @@ const INDEXES: readonly Index[] = [
   { suffix: 'expires_at_idx', columns: ['expires_at'] },
   {
     suffix: 'in_flight_idx',
+    // Scope first, unlike Postgres's (state, scope): that order keeps a Postgres prepared statement's cached
+    // generic plan from reading a key's row through this index; here the planner takes the primary key whenever
+    // all of its columns are given (MariaDB plans every execution), so the order does not matter for lookups.
     columns: ['scope', 'state'],
     doc: ["The claim's per-principal in-flight count reads only the principal's keys that are processing."],
   },
@@ -141,7 +144,10 @@ const INDEXES: readonly Index[] = [
 
 export interface SqliteIdempotencyKeysSchema {
   table: string;
-  /** `CREATE TABLE` and its `CREATE INDEX` statements, for a migration you write yourself. */
+  /**
+   * `CREATE TABLE IF NOT EXISTS` and its `CREATE INDEX IF NOT EXISTS` statements, for a migration you write
+   * yourself: run again, they change nothing (nor an existing table or index of the same name).
+   */
   ddl: string;
   /** The statements of `ddl` one by one (a prepared statement runs one at a time). */
   statements: string[];
@@ -163,10 +169,11 @@ export function sqliteIdempotencyKeysSchema(table = 'idempotency_keys'): SqliteI
       `${column.sqlDefault ? ` DEFAULT ${column.sqlDefault}` : ''},`,
   );
   const statements = [
-    `CREATE TABLE ${quoted} (\n${columnLines.join('\n')}\n\n` +
+    `CREATE TABLE IF NOT EXISTS ${quoted} (\n${columnLines.join('\n')}\n\n` +
       `    PRIMARY KEY (${columnList(PRIMARY_KEY)})\n);`,
     ...indexes.map(
-      (index) => `CREATE INDEX ${quote(index.name)} ON ${quoted}(${columnList(index.columns)});`,
+      (index) =>
+        `CREATE INDEX IF NOT EXISTS ${quote(index.name)} ON ${quoted}(${columnList(index.columns)});`,
     ),
   ];
   return {

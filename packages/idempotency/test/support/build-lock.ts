@@ -1,7 +1,7 @@
 /**
- * The packaging tests build the package (`pnpm run build` deletes and rewrites `dist`) and pack it. Test files run
- * in parallel, so two of them doing that at once could pack a half-written `dist`: each holds this lock — a
- * directory, whose creation is atomic — from the build until its tarball is written.
+ * The packaging tests build the package (`pnpm run build`: scripts/build.mjs, which replaces `dist` file by file)
+ * and pack it. Test files run in parallel, so two of them doing that at once could pack a mix of two builds: each
+ * holds this lock — a directory, whose creation is atomic — from the build until its tarball is written.
  */
 import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
