@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { runConformanceCommand } from '@idem/conformance';
 import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
 import {
   type ConformanceTarget,
@@ -196,3 +197,40 @@ registerIdempotencyConformance(
       console.log(`[conformance] ${result.id} (${result.durationMs} ms): ${result.detail}`),
   },
 );
+
+describe('examples/minimal: idem-conformance, the black-box command', () => {
+  it('passes every check it can run from outside but the problem documents (tRPC error envelopes)', async () => {
+    const note = (text: string) => JSON.stringify({ json: { text } });
+    const { report } = await runConformanceCommand([
+      `${target.url}/notes.create`,
+      ...['--effect-pointer', '/result/data/json/id', '--profile', 'draft-07', '--json'],
+      ...[
+        '--body',
+        note('black box {{uuid}}'),
+        '--other-body',
+        note('another {{uuid}}'),
+        '--invalid-body',
+        note(''),
+      ],
+      ...['--business-error-body', note(TAKEN_TEXT)],
+      ...[
+        '--header',
+        `Authorization: Bearer ${alice?.token}`,
+        '--other-header',
+        `Authorization: Bearer ${bob?.token}`,
+      ],
+    ]);
+    const failed = report?.rows.filter((row) => row.result === 'fail').map((row) => row.id);
+    expect(failed?.sort()).toEqual(['docs-link', 'problem-details']);
+    expect(report?.rows.filter((row) => row.result === 'pass').map((row) => row.id)).toEqual(
+      expect.arrayContaining([
+        'first-request',
+        'replay',
+        'fingerprint',
+        'concurrency',
+        'scope',
+        'stored-error',
+      ]),
+    );
+  });
+});
