@@ -12,131 +12,89 @@
  *   the session's local time.
  * - response is MEDIUMTEXT (16 MiB): TEXT stops at 64 KiB.
  */
+import {
+  columnDefinitions,
+  type DialectColumns,
+  KEY_PRIMARY_KEY,
+  type KeyColumnName,
+  prismaModelText,
+} from '../stores/key-table.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import { bareMariadbTableName, MARIADB_KEY_COLUMN_BYTES, quoteMariadbTable } from './sql.ts';
 
-interface Column {
-  name: string;
-  sqlType: string;
-  notNull: boolean;
-  sqlDefault?: string;
-  prismaField: string;
-  prismaType: string;
-  prismaAttributes: string[];
-  doc?: string;
-}
-
-const COLUMNS: readonly Column[] = [
-  {
-    name: 'scope',
+const COLUMNS: DialectColumns = {
+  scope: {
     sqlType: `VARBINARY(${MARIADB_KEY_COLUMN_BYTES.scope})`,
-    notNull: true,
-    prismaField: 'scope',
     prismaType: 'Bytes',
     prismaAttributes: [`@db.VarBinary(${MARIADB_KEY_COLUMN_BYTES.scope})`],
     doc: 'UTF-8 bytes, compared exactly (no collation: case and trailing spaces count).',
   },
-  {
-    name: 'procedure',
+  procedure: {
     sqlType: `VARBINARY(${MARIADB_KEY_COLUMN_BYTES.procedure})`,
-    notNull: true,
-    prismaField: 'procedure',
     prismaType: 'Bytes',
     prismaAttributes: [`@db.VarBinary(${MARIADB_KEY_COLUMN_BYTES.procedure})`],
   },
-  {
-    name: 'key',
+  key: {
     sqlType: `VARBINARY(${MARIADB_KEY_COLUMN_BYTES.key})`,
-    notNull: true,
-    prismaField: 'key',
     prismaType: 'Bytes',
     prismaAttributes: [`@db.VarBinary(${MARIADB_KEY_COLUMN_BYTES.key})`],
   },
-  {
-    name: 'fingerprint',
+  fingerprint: {
     sqlType: 'CHAR(64)',
-    notNull: true,
-    prismaField: 'fingerprint',
     prismaType: 'String',
     prismaAttributes: ['@db.Char(64)'],
     doc: 'SHA-256 of the canonical JSON (RFC 8785) of procedure path + input.',
   },
-  {
-    name: 'state',
+  state: {
     sqlType: 'VARCHAR(16)',
-    notNull: true,
-    prismaField: 'state',
     prismaType: 'String',
     prismaAttributes: ['@db.VarChar(16)'],
     doc: 'processing | completed',
   },
-  {
-    name: 'response',
+  response: {
     sqlType: 'MEDIUMTEXT',
-    notNull: false,
-    prismaField: 'response',
-    prismaType: 'String?',
+    prismaType: 'String',
     prismaAttributes: ['@db.MediumText'],
     doc: 'The stored response (JSON text: output serialized by the tRPC transformer, or the error shape).',
   },
-  {
-    name: 'http_status',
+  http_status: {
     sqlType: 'INT',
-    notNull: false,
-    prismaField: 'httpStatus',
-    prismaType: 'Int?',
+    prismaType: 'Int',
     prismaAttributes: ['@map("http_status")'],
   },
-  {
-    name: 'lease_owner',
+  lease_owner: {
     sqlType: 'CHAR(36)',
-    notNull: false,
-    prismaField: 'leaseOwner',
-    prismaType: 'String?',
+    prismaType: 'String',
     prismaAttributes: ['@map("lease_owner")', '@db.Char(36)'],
     doc: 'External mode: the lease. Completion and release must present the owner token (fencing).',
   },
-  {
-    name: 'locked_until',
+  locked_until: {
     sqlType: 'DATETIME(6)',
-    notNull: false,
-    prismaField: 'lockedUntil',
-    prismaType: 'DateTime?',
+    prismaType: 'DateTime',
     prismaAttributes: ['@map("locked_until")', '@db.DateTime(6)'],
     doc: 'UTC, like every time in this table.',
   },
-  {
-    name: 'created_at',
+  created_at: {
     sqlType: 'DATETIME(6)',
-    notNull: true,
-    prismaField: 'createdAt',
     prismaType: 'DateTime',
     prismaAttributes: ['@map("created_at")', '@db.DateTime(6)'],
   },
-  {
-    name: 'expires_at',
+  expires_at: {
     sqlType: 'DATETIME(6)',
-    notNull: true,
-    prismaField: 'expiresAt',
     prismaType: 'DateTime',
     prismaAttributes: ['@map("expires_at")', '@db.DateTime(6)'],
   },
-  {
-    name: 'replay_count',
+  replay_count: {
     sqlType: 'INT',
-    notNull: true,
     sqlDefault: '0',
-    prismaField: 'replayCount',
     prismaType: 'Int',
     prismaAttributes: ['@default(0)', '@map("replay_count")'],
   },
-];
-
-const PRIMARY_KEY = ['scope', 'procedure', 'key'] as const;
+};
 
 interface Index {
   suffix: string;
-  columns: readonly (typeof COLUMNS)[number]['name'][];
+  columns: readonly KeyColumnName[];
   doc?: string[];
 }
 
@@ -177,14 +135,10 @@ export function mariadbIdempotencyKeysSchema(
   const quote = (name: string) => `\`${name}\``;
   const columnList = (names: readonly string[]) => names.map(quote).join(', ');
   const indexes = INDEXES.map((index) => ({ name: `${bare}_${index.suffix}`, columns: [...index.columns] }));
-  const columnLines = COLUMNS.map(
-    (column) =>
-      `    ${quote(column.name)} ${column.sqlType}${column.notNull ? ' NOT NULL' : ''}` +
-      `${column.sqlDefault ? ` DEFAULT ${column.sqlDefault}` : ''},`,
-  );
+  const columnLines = columnDefinitions(COLUMNS, quote);
   const statements = [
     `CREATE TABLE IF NOT EXISTS ${quoted} (\n${columnLines.join('\n')}\n\n` +
-      `    PRIMARY KEY (${columnList(PRIMARY_KEY)}),\n` +
+      `    PRIMARY KEY (${columnList(KEY_PRIMARY_KEY)}),\n` +
       indexes.map((index) => `    INDEX ${quote(index.name)} (${columnList(index.columns)})`).join(',\n') +
       '\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;',
   ];
@@ -193,34 +147,14 @@ export function mariadbIdempotencyKeysSchema(
 
 function prismaModel(table: string): string {
   const bare = bareMariadbTableName(table);
-  const fieldWidth = Math.max(...COLUMNS.map((column) => column.prismaField.length));
-  const typeWidth = Math.max(...COLUMNS.map((column) => column.prismaType.length));
-  const fields = COLUMNS.flatMap((column) => {
-    const line = [
-      column.prismaField.padEnd(fieldWidth),
-      column.prismaAttributes.length ? column.prismaType.padEnd(typeWidth) : column.prismaType,
-      ...column.prismaAttributes,
-    ].join(' ');
-    return column.doc ? [`  /// ${column.doc}`, `  ${line}`] : [`  ${line}`];
+  return prismaModelText({
+    comment: [
+      'One row per (principal, procedure, Idempotency-Key) on MariaDB: the claim, then the stored response every',
+      'duplicate gets back. The primary key is the whole contract: the claim is one INSERT IGNORE on it.',
+      'Written only through @idem/idempotency/mariadb.',
+    ],
+    columns: COLUMNS,
+    indexes: INDEXES.map((index) => ({ ...index, map: `${bare}_${index.suffix}` })),
+    table: bare,
   });
-  const fieldName = (name: string) => COLUMNS.find((column) => column.name === name)?.prismaField ?? name;
-  const attributes = [
-    `  @@id([${PRIMARY_KEY.join(', ')}])`,
-    ...INDEXES.flatMap((index) => [
-      ...(index.doc ?? []).map((doc) => `  /// ${doc}`),
-      `  @@index([${index.columns.map(fieldName).join(', ')}], map: "${bare}_${index.suffix}")`,
-    ]),
-    `  @@map("${bare}")`,
-  ];
-  return [
-    '/// One row per (principal, procedure, Idempotency-Key) on MariaDB: the claim, then the stored response every',
-    '/// duplicate gets back. The primary key is the whole contract: the claim is one INSERT IGNORE on it.',
-    '/// Written only through @idem/idempotency/mariadb.',
-    'model IdempotencyKey {',
-    ...fields,
-    '',
-    ...attributes,
-    '}',
-    '',
-  ].join('\n');
 }

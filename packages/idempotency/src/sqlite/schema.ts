@@ -5,128 +5,86 @@
  * SQLite adapter writes for a DateTime), produced by SQLite's own clock (`SQLITE_NOW`). One fixed-width format
  * means text order is time order, so `expires_at <= now` compares (and uses the index) as plain text.
  */
+import {
+  columnDefinitions,
+  type DialectColumns,
+  KEY_PRIMARY_KEY,
+  type KeyColumnName,
+  prismaModelText,
+} from '../stores/key-table.ts';
 import { quoteSqliteTable } from './sql.ts';
 
-interface Column {
-  name: string;
-  sqlType: string;
-  notNull: boolean;
-  sqlDefault?: string;
-  prismaField: string;
-  prismaType: string;
-  prismaAttributes: string[];
-  doc?: string;
-}
-
-const COLUMNS: readonly Column[] = [
-  {
-    name: 'scope',
+const COLUMNS: DialectColumns = {
+  scope: {
     sqlType: 'TEXT',
-    notNull: true,
-    prismaField: 'scope',
     prismaType: 'String',
     prismaAttributes: [],
   },
-  {
-    name: 'procedure',
+  procedure: {
     sqlType: 'TEXT',
-    notNull: true,
-    prismaField: 'procedure',
     prismaType: 'String',
     prismaAttributes: [],
   },
-  {
-    name: 'key',
+  key: {
     sqlType: 'TEXT',
-    notNull: true,
-    prismaField: 'key',
     prismaType: 'String',
     prismaAttributes: [],
   },
-  {
-    name: 'fingerprint',
+  fingerprint: {
     sqlType: 'TEXT',
-    notNull: true,
-    prismaField: 'fingerprint',
     prismaType: 'String',
     prismaAttributes: [],
     doc: 'SHA-256 of the canonical JSON (RFC 8785) of procedure path + input.',
   },
-  {
-    name: 'state',
+  state: {
     sqlType: 'TEXT',
-    notNull: true,
-    prismaField: 'state',
     prismaType: 'String',
     prismaAttributes: [],
     doc: 'processing | completed',
   },
-  {
-    name: 'response',
+  response: {
     sqlType: 'TEXT',
-    notNull: false,
-    prismaField: 'response',
-    prismaType: 'String?',
+    prismaType: 'String',
     prismaAttributes: [],
     doc: 'The stored response (JSON text: output serialized by the tRPC transformer, or the error shape).',
   },
-  {
-    name: 'http_status',
+  http_status: {
     sqlType: 'INTEGER',
-    notNull: false,
-    prismaField: 'httpStatus',
-    prismaType: 'Int?',
+    prismaType: 'Int',
     prismaAttributes: ['@map("http_status")'],
   },
-  {
-    name: 'lease_owner',
+  lease_owner: {
     sqlType: 'TEXT',
-    notNull: false,
-    prismaField: 'leaseOwner',
-    prismaType: 'String?',
+    prismaType: 'String',
     prismaAttributes: ['@map("lease_owner")'],
     doc: 'External mode: the lease. Completion and release must present the owner token (fencing).',
   },
-  {
-    name: 'locked_until',
+  locked_until: {
     sqlType: 'DATETIME',
-    notNull: false,
-    prismaField: 'lockedUntil',
-    prismaType: 'DateTime?',
+    prismaType: 'DateTime',
     prismaAttributes: ['@map("locked_until")'],
   },
-  {
-    name: 'created_at',
+  created_at: {
     sqlType: 'DATETIME',
-    notNull: true,
-    prismaField: 'createdAt',
     prismaType: 'DateTime',
     prismaAttributes: ['@map("created_at")'],
   },
-  {
-    name: 'expires_at',
+  expires_at: {
     sqlType: 'DATETIME',
-    notNull: true,
-    prismaField: 'expiresAt',
     prismaType: 'DateTime',
     prismaAttributes: ['@map("expires_at")'],
   },
-  {
-    name: 'replay_count',
+  replay_count: {
     sqlType: 'INTEGER',
-    notNull: true,
     sqlDefault: '0',
-    prismaField: 'replayCount',
     prismaType: 'Int',
     prismaAttributes: ['@default(0)', '@map("replay_count")'],
   },
-];
-
-const PRIMARY_KEY = ['scope', 'procedure', 'key'] as const;
+};
 
 interface Index {
   suffix: string;
-  columns: readonly string[];
+  columns: readonly KeyColumnName[];
   doc?: string[];
 }
 
@@ -163,14 +121,10 @@ export function sqliteIdempotencyKeysSchema(table = 'idempotency_keys'): SqliteI
   const quote = (name: string) => `"${name}"`;
   const columnList = (names: readonly string[]) => names.map(quote).join(', ');
   const indexes = INDEXES.map((index) => ({ name: `${table}_${index.suffix}`, columns: [...index.columns] }));
-  const columnLines = COLUMNS.map(
-    (column) =>
-      `    ${quote(column.name)} ${column.sqlType}${column.notNull ? ' NOT NULL' : ''}` +
-      `${column.sqlDefault ? ` DEFAULT ${column.sqlDefault}` : ''},`,
-  );
+  const columnLines = columnDefinitions(COLUMNS, quote);
   const statements = [
     `CREATE TABLE IF NOT EXISTS ${quoted} (\n${columnLines.join('\n')}\n\n` +
-      `    PRIMARY KEY (${columnList(PRIMARY_KEY)})\n);`,
+      `    PRIMARY KEY (${columnList(KEY_PRIMARY_KEY)})\n);`,
     ...indexes.map(
       (index) =>
         `CREATE INDEX IF NOT EXISTS ${quote(index.name)} ON ${quoted}(${columnList(index.columns)});`,
@@ -186,34 +140,14 @@ export function sqliteIdempotencyKeysSchema(table = 'idempotency_keys'): SqliteI
 }
 
 function prismaModel(table: string): string {
-  const fieldWidth = Math.max(...COLUMNS.map((column) => column.prismaField.length));
-  const typeWidth = Math.max(...COLUMNS.map((column) => column.prismaType.length));
-  const fields = COLUMNS.flatMap((column) => {
-    const line = [
-      column.prismaField.padEnd(fieldWidth),
-      column.prismaAttributes.length ? column.prismaType.padEnd(typeWidth) : column.prismaType,
-      ...column.prismaAttributes,
-    ].join(' ');
-    return column.doc ? [`  /// ${column.doc}`, `  ${line}`] : [`  ${line}`];
+  return prismaModelText({
+    comment: [
+      'One row per (principal, procedure, Idempotency-Key): the claim, then the stored response every duplicate',
+      'gets back. The primary key is the whole contract: the claim is one INSERT … ON CONFLICT on it.',
+      'Written only through @idem/idempotency/sqlite (times are SQLite-clock ISO-8601 text).',
+    ],
+    columns: COLUMNS,
+    indexes: INDEXES.map((index) => ({ ...index, map: `${table}_${index.suffix}` })),
+    table,
   });
-  const fieldName = (name: string) => COLUMNS.find((column) => column.name === name)?.prismaField ?? name;
-  const attributes = [
-    `  @@id([${PRIMARY_KEY.join(', ')}])`,
-    ...INDEXES.flatMap((index) => [
-      ...(index.doc ?? []).map((doc) => `  /// ${doc}`),
-      `  @@index([${index.columns.map(fieldName).join(', ')}], map: "${table}_${index.suffix}")`,
-    ]),
-    `  @@map("${table}")`,
-  ];
-  return [
-    '/// One row per (principal, procedure, Idempotency-Key): the claim, then the stored response every duplicate',
-    '/// gets back. The primary key is the whole contract: the claim is one INSERT … ON CONFLICT on it.',
-    '/// Written only through @idem/idempotency/sqlite (times are SQLite-clock ISO-8601 text).',
-    'model IdempotencyKey {',
-    ...fields,
-    '',
-    ...attributes,
-    '}',
-    '',
-  ].join('\n');
 }

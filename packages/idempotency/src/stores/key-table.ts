@@ -1,0 +1,106 @@
+/**
+ * The key table's columns, written once for every database: their names and order, their Prisma field names,
+ * which may be null, and the primary key. Each dialect's schema (prisma/, mariadb/, sqlite/) gives each column its
+ * types and nothing else, and renders the table with the helpers below.
+ */
+
+export const KEY_COLUMNS = [
+  { name: 'scope', prismaField: 'scope', notNull: true },
+  { name: 'procedure', prismaField: 'procedure', notNull: true },
+  { name: 'key', prismaField: 'key', notNull: true },
+  { name: 'fingerprint', prismaField: 'fingerprint', notNull: true },
+  { name: 'state', prismaField: 'state', notNull: true },
+  { name: 'response', prismaField: 'response', notNull: false },
+  { name: 'http_status', prismaField: 'httpStatus', notNull: false },
+  { name: 'lease_owner', prismaField: 'leaseOwner', notNull: false },
+  { name: 'locked_until', prismaField: 'lockedUntil', notNull: false },
+  { name: 'created_at', prismaField: 'createdAt', notNull: true },
+  { name: 'expires_at', prismaField: 'expiresAt', notNull: true },
+  { name: 'replay_count', prismaField: 'replayCount', notNull: true },
+] as const;
+
+export type KeyColumnName = (typeof KEY_COLUMNS)[number]['name'];
+
+/** The claim's whole contract: one row per (principal, procedure, key). */
+export const KEY_PRIMARY_KEY = ['scope', 'procedure', 'key'] as const;
+
+/** What a dialect says of one column. */
+export interface DialectColumn {
+  sqlType: string;
+  sqlDefault?: string;
+  /** The Prisma scalar type, without `?` (added for a column that may be null). */
+  prismaType: string;
+  prismaAttributes: string[];
+  /** The Prisma model's doc comment for the field, if any. */
+  doc?: string;
+}
+
+/** A dialect's types for every column (the compiler checks that none is missing). */
+export type DialectColumns = { readonly [TName in KeyColumnName]: DialectColumn };
+
+/** The `CREATE TABLE` lines of the columns, in order, each ending with a comma. */
+export function columnDefinitions(columns: DialectColumns, quote: (name: string) => string): string[] {
+  return KEY_COLUMNS.map(({ name, notNull }) => {
+    const { sqlType, sqlDefault } = columns[name];
+    return `    ${quote(name)} ${sqlType}${notNull ? ' NOT NULL' : ''}${sqlDefault ? ` DEFAULT ${sqlDefault}` : ''},`;
+  });
+}
+
+/** The Prisma model's field lines, aligned, each after its doc comment. */
+export function prismaFields(columns: DialectColumns): string[] {
+  const typeOf = ({ name, notNull }: (typeof KEY_COLUMNS)[number]) =>
+    `${columns[name].prismaType}${notNull ? '' : '?'}`;
+  const fieldWidth = Math.max(...KEY_COLUMNS.map((column) => column.prismaField.length));
+  const typeWidth = Math.max(...KEY_COLUMNS.map((column) => typeOf(column).length));
+  return KEY_COLUMNS.flatMap((column) => {
+    const { prismaAttributes, doc } = columns[column.name];
+    const line = [
+      column.prismaField.padEnd(fieldWidth),
+      prismaAttributes.length ? typeOf(column).padEnd(typeWidth) : typeOf(column),
+      ...prismaAttributes,
+    ].join(' ');
+    return doc ? [`  /// ${doc}`, `  ${line}`] : [`  ${line}`];
+  });
+}
+
+/** The Prisma field of a column. */
+export function prismaFieldOf(name: KeyColumnName): string {
+  return KEY_COLUMNS.find((column) => column.name === name)?.prismaField ?? name;
+}
+
+/** One `@@index` of the Prisma model: its columns, its doc comment lines, its explicit name (`map:`) if any. */
+export interface PrismaIndex {
+  columns: readonly KeyColumnName[];
+  doc?: readonly string[];
+  map?: string;
+}
+
+/** The Prisma model `IdempotencyKey`: `comment` above it, the fields, the primary key, the indexes, the table. */
+export function prismaModelText(model: {
+  comment: readonly string[];
+  columns: DialectColumns;
+  indexes: readonly PrismaIndex[];
+  /** The table's name (`@@map`), and its schema (`@@schema`) when it has one. */
+  table: string;
+  schema?: string | null;
+}): string {
+  const attributes = [
+    `  @@id([${KEY_PRIMARY_KEY.join(', ')}])`,
+    ...model.indexes.flatMap((index) => {
+      const columns = index.columns.map(prismaFieldOf).join(', ');
+      const line = `  @@index([${columns}]${index.map ? `, map: "${index.map}"` : ''})`;
+      return [...(index.doc ?? []).map((doc) => `  /// ${doc}`), line];
+    }),
+    `  @@map("${model.table}")`,
+    ...(model.schema ? [`  @@schema("${model.schema}")`] : []),
+  ];
+  return [
+    ...model.comment.map((line) => `/// ${line}`),
+    'model IdempotencyKey {',
+    ...prismaFields(model.columns),
+    '',
+    ...attributes,
+    '}',
+    '',
+  ].join('\n');
+}
