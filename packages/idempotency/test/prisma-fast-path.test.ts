@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { createPrismaClient, type Database, PrismaClient, pgAdapter } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordKey } from '../src/index.ts';
-import { fastPathOf } from '../src/prisma/fast-path.ts';
+import { fastPathOf } from '../src/prisma/fast-path/adapter.ts';
 import {
   createPrismaIdempotencyStore,
   idempotencyStatementName,

@@ -6,7 +6,7 @@
  */
 import { pgAdapter } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PgClientLike, sendBatch } from '../src/prisma/pg-batch.ts';
+import { type PgClientLike, sendBatch } from '../src/prisma/fast-path/pg-batch.ts';
 import { ownTableUrl, uniqueTableName } from './support/db.ts';
 
 interface PooledClient extends PgClientLike {

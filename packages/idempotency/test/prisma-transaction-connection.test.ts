@@ -7,7 +7,10 @@
  */
 import { pgAdapter } from '@idem/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PoolClientLike, transactionConnection } from '../src/prisma/transaction-connection.ts';
+import {
+  type PoolClientLike,
+  transactionConnection,
+} from '../src/prisma/fast-path/transaction-connection.ts';
 import { ownTableUrl, uniqueTableName } from './support/db.ts';
 
 interface Pool {

@@ -27,7 +27,7 @@ import pg from 'pg';
 import superjson from 'superjson';
 import { z } from 'zod';
 // The library's one-Sync batch (internal: not a public export), for the SQL floor of the folded transaction.
-import { sendBatch } from '../../../../packages/idempotency/src/prisma/pg-batch.ts';
+import { sendBatch } from '../../../../packages/idempotency/src/prisma/fast-path/pg-batch.ts';
 import { intEnv } from '../peers/config.ts';
 import { insertEffect, runEffect } from '../peers/effect.ts';
 import {

@@ -7,7 +7,8 @@ export { type CleanupResult, cleanupExpiredKeys } from '../stores/cleanup.ts';
 export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
 export { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 export { TransactionClosedError, withTransactionFence } from '../stores/transaction-fence.ts';
-export { type FastPathOptions, type WithFastPath, withIdempotencyFastPath } from './fast-path.ts';
+export { type FastPathOptions, type WithFastPath, withIdempotencyFastPath } from './fast-path/adapter.ts';
+export { CommitRolledBackError } from './fast-path/transaction-connection.ts';
 export { IdempotencyTableMissingError } from './missing-table.ts';
 export {
   createIdempotencyKeyOperations,
@@ -27,4 +28,3 @@ export {
 export { type IdempotencyKeysSchema, idempotencyKeysSchema } from './schema.ts';
 export { idempotencyStatementName } from './statement-names.ts';
 export { createPrismaIdempotencyStore, type PrismaStoreOptions } from './store.ts';
-export { CommitRolledBackError } from './transaction-connection.ts';

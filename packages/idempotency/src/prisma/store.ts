@@ -11,7 +11,7 @@ import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } 
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import { expiredBatchDelete } from './expired-batch.ts';
-import { fastPathOf } from './fast-path.ts';
+import { fastPathOf } from './fast-path/adapter.ts';
 import { explainingMissingTable } from './missing-table.ts';
 import { hasPostgresCode, quoteTable } from './sql.ts';
 import { labelledStatement } from './statement-names.ts';
@@ -28,7 +28,7 @@ export interface PrismaStoreOptions {
   /**
    * The client's driver adapter factory wrapped by `withIdempotencyFastPath` (the same object given to
    * `new PrismaClient({ adapter })`): the store's statements then go straight to that adapter, on the
-   * transaction Prisma opened, instead of through Prisma's raw-query path (fast-path.ts). Default: through Prisma.
+   * transaction Prisma opened, instead of through Prisma's raw-query path (fast-path/adapter.ts). Default: through Prisma.
    */
   fastPath?: object;
 }

@@ -39,9 +39,9 @@ import type {
   SqlQueryableLike,
   SqlQueryLike,
   TransactionLike,
-} from '../stores/driver-adapter.ts';
-import type { SqlExecutor } from '../stores/prisma-client.ts';
-import { endsTransaction, TransactionClosedError } from '../stores/transaction-fence.ts';
+} from '../../stores/driver-adapter.ts';
+import type { SqlExecutor } from '../../stores/prisma-client.ts';
+import { endsTransaction, TransactionClosedError } from '../../stores/transaction-fence.ts';
 import {
   executorOnConnection,
   executorOnPool,

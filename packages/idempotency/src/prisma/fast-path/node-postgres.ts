@@ -4,9 +4,9 @@
  * prepared once per connection, and a store transaction runs on a `transactionConnection` that folds BEGIN into
  * the claim's round trip and the completion into the COMMIT's. Anything else keeps the adapter-level fast path.
  */
-import type { SqlExecutor } from '../stores/prisma-client.ts';
+import type { SqlExecutor } from '../../stores/prisma-client.ts';
+import { idempotencyStatementName } from '../statement-names.ts';
 import type { BatchStatement } from './pg-batch.ts';
-import { idempotencyStatementName } from './statement-names.ts';
 import {
   type PoolClientLike,
   type TransactionConnection,
