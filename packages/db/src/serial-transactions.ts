@@ -34,6 +34,8 @@ export function serialTransactions(factory: PrismaPg): PrismaPg {
   return new Proxy(factory, {
     get(target, property) {
       const value: unknown = Reflect.get(target, property);
+      // The factory's other methods run on the factory itself: its settings may be private fields (#…).
+      if (typeof value === 'function' && property !== 'connect') return value.bind(target);
       if (property !== 'connect' || typeof value !== 'function') return value;
       return async () => {
         const adapter = (await Reflect.apply(value, target, [])) as Adapter;

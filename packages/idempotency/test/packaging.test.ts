@@ -85,6 +85,8 @@ const expectedPeersBySubpath: Record<string, string[]> = {
   './express': [],
   './mariadb': [],
   './otel': ['@opentelemetry/api'],
+  // A node-postgres Pool, structurally: the subpath imports no driver.
+  './pg': [],
 };
 /** Browser bundles: no `node:*` module may be reachable from these. */
 const browserSubpaths = ['./client', './react'];
@@ -249,6 +251,7 @@ describe('the manifest, packed as it is written', () => {
       './fetch',
       './express',
       './otel',
+      './pg',
     ]);
     for (const subpath of subpaths) {
       const targets = workspaceManifest.exports[subpath];

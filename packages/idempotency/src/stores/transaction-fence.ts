@@ -40,8 +40,17 @@ export function endsTransaction(sql: string): boolean {
   );
 }
 
+const SAVEPOINT_METHODS = new Set<PropertyKey>([
+  'createSavepoint',
+  'rollbackToSavepoint',
+  'releaseSavepoint',
+]);
+
+/** Marks a factory whose transactions are fenced (this wrapper's, or the fast path's): it is not wrapped again. */
+export const FENCED: unique symbol = Symbol.for('@idem/idempotency transaction fence');
+
 /** `transaction`, refusing every statement once its COMMIT or ROLLBACK has been sent. */
-function fenced(transaction: TransactionLike): TransactionLike {
+export function fencedTransaction(transaction: TransactionLike): TransactionLike {
   let open = true;
   return new Proxy(transaction, {
     get(target, property) {
@@ -58,6 +67,10 @@ function fenced(transaction: TransactionLike): TransactionLike {
           if (endsTransaction(query.sql)) open = false;
           return Reflect.apply(value, target, [query]);
         };
+      // A savepoint's statements are statements of the transaction too.
+      if (SAVEPOINT_METHODS.has(property))
+        return (...args: unknown[]) =>
+          open ? Reflect.apply(value, target, args) : Promise.reject(new TransactionClosedError());
       return (...args: unknown[]) => Reflect.apply(value, target, args);
     },
   });
@@ -68,9 +81,13 @@ function fenced(transaction: TransactionLike): TransactionLike {
  * interactive transactions send nothing after their COMMIT or ROLLBACK. Give the result to `new PrismaClient`.
  */
 export function withTransactionFence<TFactory extends DriverAdapterFactoryLike>(factory: TFactory): TFactory {
+  if ((factory as { [FENCED]?: boolean })[FENCED]) return factory;
   return new Proxy(factory, {
     get(target, property) {
+      if (property === FENCED) return true;
       const value: unknown = Reflect.get(target, property);
+      // The factory's other methods run on the factory itself: its settings may be private fields (#…).
+      if (typeof value === 'function' && property !== 'connect') return value.bind(target);
       if (property !== 'connect' || typeof value !== 'function') return value;
       return async () => {
         const adapter = (await Reflect.apply(value, target, [])) as DriverAdapterLike;
@@ -84,7 +101,7 @@ export function withTransactionFence<TFactory extends DriverAdapterFactoryLike>(
             // with another `this` (the idempotency fast path's, which answers `client` itself), on that.
             return async function startTransaction(this: unknown, ...args: unknown[]) {
               const self = this === wrapped || this === undefined ? inner : this;
-              return fenced((await Reflect.apply(member, self, args)) as TransactionLike);
+              return fencedTransaction((await Reflect.apply(member, self, args)) as TransactionLike);
             };
           },
         });

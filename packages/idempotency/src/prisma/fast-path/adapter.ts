@@ -41,7 +41,7 @@ import type {
   TransactionLike,
 } from '../../stores/driver-adapter.ts';
 import type { SqlExecutor } from '../../stores/prisma-client.ts';
-import { endsTransaction, TransactionClosedError } from '../../stores/transaction-fence.ts';
+import { endsTransaction, FENCED, TransactionClosedError } from '../../stores/transaction-fence.ts';
 import {
   executorOnConnection,
   executorOnPool,
@@ -170,6 +170,7 @@ export function withIdempotencyFastPath<TFactory extends DriverAdapterFactoryLik
   const wrapped = new Proxy(factory, {
     get(target, property, receiver) {
       if (property === FAST_PATH) return fastPath;
+      if (property === FENCED) return true;
       const value: unknown = Reflect.get(target, property, receiver);
       if (property !== 'connect' || typeof value !== 'function') return value;
       return async () => {
