@@ -5,8 +5,8 @@
  * "HTTP adapters" says — plain JavaScript, no TypeScript, nothing from this workspace — and the packed
  * `./testing` kit run against it. About 15 s, most of it `pnpm build`, `pnpm install` and `prisma generate`.
  * The control is the same app without the recipe's `responseMeta` line: the kit fails it (no
- * `Idempotent-Replayed` on a replay). The same newcomer on Express (`./express`) passes the kit too, and the
- * route without the middleware fails it.
+ * `Idempotent-Replayed` on a replay). The same newcomer on Express (`./express`) passes the kit too, on Prisma and
+ * on a plain node-postgres Pool (`./pg`), and the route without the middleware fails it.
  *
  * The Prisma CLI runs offline through the repository's wasm schema engine (PRISMA_SCHEMA_ENGINE_BINARY, the
  * README's offline route); everything else the app imports is the registry's.
@@ -187,6 +187,37 @@ server.close();
 await db.$disconnect();
 `;
 
+/** The same Express app on a plain node-postgres Pool (`./pg`): no Prisma anywhere in it. */
+function onPlainPg(app: string): string {
+  const steps: Array<[string, string]> = [
+    [
+      "import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';",
+      "import { createPgIdempotencyStore } from '@idem/idempotency/pg';",
+    ],
+    [
+      "import { PrismaPg } from '@prisma/adapter-pg';\nimport { PrismaClient } from '@prisma/client';\n",
+      "import pg from 'pg';\n",
+    ],
+    [
+      'const db = new PrismaClient({ adapter: new PrismaPg({ connectionString: process.env.DATABASE_URL }) });',
+      'const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });',
+    ],
+    ['createPrismaIdempotencyStore(db)', 'createPgIdempotencyStore(pool)'],
+    [
+      "Number((await db.$queryRawUnsafe('select count(*)::int as n from notes'))[0].n)",
+      "(await pool.query('select count(*)::int as n from notes')).rows[0].n",
+    ],
+    ['await db.$disconnect();', 'await pool.end();'],
+  ];
+  let result = app;
+  for (const [from, to] of steps) {
+    if (!result.includes(from)) throw new Error(`the Express app no longer has: ${from}`);
+    result = result.replaceAll(from, to);
+  }
+  if (/Prisma|\bdb\b/.test(result)) throw new Error('the plain-pg app still uses Prisma');
+  return result;
+}
+
 let scratch: string;
 let appDir: string;
 let schema: string;
@@ -264,6 +295,7 @@ beforeAll(async () => {
   if (unprotected.includes('idempotency.transactional'))
     throw new Error('the control must drop the middleware');
   await writeFile(path.join(appDir, 'express-app-unprotected.mjs'), unprotected);
+  await writeFile(path.join(appDir, 'express-pg-app.mjs'), onPlainPg(EXPRESS_APP));
 }, 300_000);
 
 afterAll(async () => {
@@ -317,6 +349,12 @@ describe('a newcomer app, from the packed tarball and the README', () => {
       report.printed,
     ).toEqual(expect.arrayContaining(['replay', 'fingerprint', 'concurrency', 'scope', 'missing-key']));
   }, 120_000);
+
+  it('on Express with a plain node-postgres Pool (./pg), no Prisma: passes the conformance kit', async () => {
+    const report = await runApp('express-pg-app.mjs');
+    expect(report.passed, report.printed).toBe(true);
+    expect(report.ran.length).toBeGreaterThan(8);
+  });
 
   it('control: the same Express route without the middleware fails the kit', async () => {
     const report = await runApp('express-app-unprotected.mjs');
