@@ -32,7 +32,7 @@ import pg from 'pg';
 import { installFaultTriggers } from '../../worker/test/fault-triggers.ts';
 import { cannon as runCannon, type LoadSample as Sample } from './cannon.ts';
 import { svgChart } from './chart.ts';
-import { peerSettingsFromEnv } from './peers/config.ts';
+import { readPeerSettings } from './peers/config.ts';
 import { type ArmId, arms } from './peers/contenders.ts';
 import { formatPeersReport } from './peers/report.ts';
 import type { PeersResult } from './peers/results.ts';
@@ -716,7 +716,7 @@ async function main() {
     if (!response.ok) throw new Error(`bench.${procedure}: HTTP ${response.status} ${text.slice(0, 300)}`);
   }
 
-  const peerSettings = peerSettingsFromEnv();
+  const peerSettings = readPeerSettings();
   const storageSettings = readStorageSettings();
   // Estimated seconds per section on a quiet 2-core machine (timed load + fixed costs), for the time left.
   const peerRoundSeconds =
