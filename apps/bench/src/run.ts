@@ -12,11 +12,7 @@
  * BENCH_RUNS (≥ 5) runs, protected and unprotected interleaved in each run. Writes docs/bench-results.json,
  * docs/bench-chart.svg and the generated summary block of docs/BENCHMARKS.md; prints the time left as it goes.
  *
- * Knobs (environment): BENCH_QUICK=1 (every section at its shortest, for development), BENCH_RUNS (5),
- * BENCH_P1_SECONDS (3), BENCH_P2_SECONDS (5), BENCH_P3_KEYS (200), BENCH_CURVE_ROUNDS (3), BENCH_CURVE_SECONDS
- * (3), BENCH_ORDER_SECONDS (3), BENCH_JOBS (200), BENCH_PGBENCH_SECONDS (4; 0 skips the pgbench floor), BENCH_VERBOSE=1 (forward
- * the server's output), BENCH_PEERS=0 (skip the peers section; its knobs are in peers/config.ts),
- * BENCH_STORAGE=0 (skip the storage section and keep the last one's figures; its knobs: storage/main.ts).
+ * Knobs (environment variables, BENCH_QUICK=1 for the shortest run): options.ts.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -32,7 +28,7 @@ import pg from 'pg';
 import { installFaultTriggers } from '../../worker/test/fault-triggers.ts';
 import { cannon as runCannon, type LoadSample as Sample } from './cannon.ts';
 import { svgChart } from './chart.ts';
-import { readPeerSettings } from './peers/config.ts';
+import { parseBenchOptions } from './options.ts';
 import { type ArmId, arms } from './peers/contenders.ts';
 import { formatPeersReport } from './peers/report.ts';
 import type { PeersResult } from './peers/results.ts';
@@ -52,52 +48,26 @@ import {
   useExternalServer,
   withDatabase,
 } from './repository.ts';
-import { readStorageSettings, runStorageBench, Teardown } from './storage/index.ts';
+import { runStorageBench, Teardown } from './storage/index.ts';
 import type { StorageBenchResult } from './storage/report.ts';
 import { keptStorageResults } from './storage/results-file.ts';
 import { BEFORE, type Figure, figure, summaryMarkdown, writeSummaryIntoBenchmarks } from './summary.ts';
 
-/** BENCH_QUICK=1: every section at its shortest (for development; the figures are noisier, not comparable). */
-const QUICK = process.env.BENCH_QUICK === '1';
-const knob = (name: string, normal: number, quick: number) => intEnv(name, QUICK ? quick : normal);
-
-const RUNS = Math.max(5, knob('BENCH_RUNS', 5, 5));
-const P1_SECONDS = knob('BENCH_P1_SECONDS', 3, 1);
-const P2_SECONDS = knob('BENCH_P2_SECONDS', 5, 1);
-const P2_CONNECTIONS = 32;
-const P3_KEYS = knob('BENCH_P3_KEYS', 200, 40);
-const P5_BURST = 50;
-const PGBENCH_SECONDS = knob('BENCH_PGBENCH_SECONDS', 4, 1);
-/** P2 against connections: protected and unprotected at each count, BENCH_CURVE_ROUNDS rounds (ABAB). */
-const CURVE_CONNECTIONS = [1, 8, 32, 128];
-const CURVE_ROUNDS = knob('BENCH_CURVE_ROUNDS', 3, 1);
-const CURVE_SECONDS = knob('BENCH_CURVE_SECONDS', 3, 1);
-/** The realistic path: `checkout.placeOrder` with and without the layer, one connection, per run. */
-const ORDER_SECONDS = knob('BENCH_ORDER_SECONDS', 3, 1);
-/** The worker's fulfilment job with and without its dedupe, on the paid orders the checkout section made. */
-const JOBS = knob('BENCH_JOBS', 200, 30);
-const VERBOSE = process.env.BENCH_VERBOSE === '1';
-const PEERS = process.env.BENCH_PEERS !== '0';
-const STORAGE = process.env.BENCH_STORAGE !== '0';
-
-// The other sections read their own knobs from the environment: quick mode sets their short defaults there.
-if (QUICK) {
-  const quickDefaults: Record<string, string> = {
-    BENCH_PEERS_P1_SECONDS: '1',
-    BENCH_PEERS_P2_SECONDS: '1',
-    BENCH_PEERS_REPLAY_KEYS: '20',
-    BENCH_PEERS_TWO_INSTANCES: '0',
-    BENCH_P6_ROWS: '100000',
-    BENCH_P6_LIVE_ROWS: '20000',
-    BENCH_P6_BASELINE_SECONDS: '2',
-    BENCH_STORAGE_SCOPES: '10000',
-    BENCH_GROWTH_ROWS: '10000',
-    BENCH_GROWTH_SAMPLES: '200',
-  };
-  for (const [name, value] of Object.entries(quickDefaults)) process.env[name] ??= value;
-}
-// `pnpm bench` runs P6 and the growth series (the partitioned-expiry experiment stays in `pnpm bench:storage`).
-process.env.BENCH_STORAGE_SECTIONS ??= 'p6,growth';
+const OPTIONS = parseBenchOptions();
+const QUICK = OPTIONS.quick;
+const RUNS = OPTIONS.runs;
+const P1_SECONDS = OPTIONS.p1Seconds;
+const P2_SECONDS = OPTIONS.p2Seconds;
+const P2_CONNECTIONS = OPTIONS.p2Connections;
+const P3_KEYS = OPTIONS.p3Keys;
+const P5_BURST = OPTIONS.p5Burst;
+const PGBENCH_SECONDS = OPTIONS.pgbenchSeconds;
+const CURVE_CONNECTIONS = OPTIONS.curveConnections;
+const CURVE_ROUNDS = OPTIONS.curveRounds;
+const CURVE_SECONDS = OPTIONS.curveSeconds;
+const ORDER_SECONDS = OPTIONS.orderSeconds;
+const JOBS = OPTIONS.jobs;
+const VERBOSE = OPTIONS.verbose;
 
 const WEB_DIR = path.join(repoRoot, 'apps/web');
 /** Node's arguments that start the app's test server (apps/web/test/server/main.ts), from WEB_DIR. */
@@ -107,14 +77,6 @@ const TOKEN = demoUsers[0].token;
 type Measured = 'protected' | 'unprotected';
 /** `noop`: the same route with no database work of its own (bench-router.ts): the floor under P3's replay and P5's burst. */
 type Procedure = Measured | 'noop';
-
-function intEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number.parseInt(raw, 10);
-  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer`);
-  return value;
-}
 
 function log(line: string): void {
   console.log(`[bench] ${line}`);
@@ -716,18 +678,22 @@ async function main() {
     if (!response.ok) throw new Error(`bench.${procedure}: HTTP ${response.status} ${text.slice(0, 300)}`);
   }
 
-  const peerSettings = readPeerSettings();
-  const storageSettings = readStorageSettings();
+  const peerSettings = OPTIONS.peers;
+  const storageSettings = OPTIONS.storage;
   // Estimated seconds per section on a quiet 2-core machine (timed load + fixed costs), for the time left.
-  const peerRoundSeconds =
-    7 * (peerSettings.p1Seconds + peerSettings.p2Seconds) + (4 * peerSettings.replayKeys * 5) / 1000 + 6;
-  const storageSeconds =
-    (storageSettings.sections.has('p6')
-      ? (storageSettings.p6Rows + storageSettings.p6LiveRows) / 25_000 + 15
-      : 0) +
-    (storageSettings.sections.has('growth')
-      ? (storageSettings.growthRows.at(-1) ?? 0) / 40_000 + storageSettings.growthRows.length * 20
-      : 0);
+  const peersSeconds = peerSettings
+    ? 15 +
+      peerSettings.runs *
+        (7 * (peerSettings.p1Seconds + peerSettings.p2Seconds) + (4 * peerSettings.replayKeys * 5) / 1000 + 6)
+    : 0;
+  const storageSeconds = storageSettings
+    ? (storageSettings.sections.has('p6')
+        ? (storageSettings.p6Rows + storageSettings.p6LiveRows) / 25_000 + 15
+        : 0) +
+      (storageSettings.sections.has('growth')
+        ? (storageSettings.growthRows.at(-1) ?? 0) / 40_000 + storageSettings.growthRows.length * 20
+        : 0)
+    : 0;
   const progress = createProgress(
     [
       {
@@ -741,9 +707,9 @@ async function main() {
       { name: 'checkout placeOrder', seconds: 2 + RUNS * 2 * ORDER_SECONDS },
       { name: 'worker job dedupe', seconds: (JOBS * 3 * 8) / 1000 },
       { name: 'pgbench floor', seconds: PGBENCH_SECONDS === 0 ? 0 : RUNS * PGBENCH_SECONDS },
-      { name: 'peers', seconds: PEERS ? 15 + peerSettings.runs * peerRoundSeconds : 0 },
+      { name: 'peers', seconds: peersSeconds },
       { name: 'client size (P7)', seconds: 3 },
-      { name: 'storage (P6, growth)', seconds: STORAGE ? storageSeconds : 0 },
+      { name: 'storage (P6, growth)', seconds: storageSeconds },
     ],
     log,
   );
@@ -775,7 +741,7 @@ async function main() {
 
   // Peers on the same handler (apps/bench/src/peers/): own server processes on this scratch database.
   progress.section('peers');
-  const peers: PeersResult | { skipped: string } = PEERS
+  const peers: PeersResult | { skipped: string } = peerSettings
     ? await runPeerBench({
         databaseUrl,
         settings: peerSettings,
@@ -792,7 +758,7 @@ async function main() {
   progress.section('storage (P6, growth)');
   let storage: unknown = keptStorageResults();
   let storageRun: StorageBenchResult | { skipped: string } = { skipped: 'BENCH_STORAGE=0' };
-  if (STORAGE) {
+  if (storageSettings) {
     const teardown = new Teardown();
     cleanups.push(() => teardown.run());
     storageRun = await runStorageBench({
