@@ -3,48 +3,50 @@
  * variable; unset or empty takes the default, which BENCH_QUICK=1 shortens (the quick defaults are here, not
  * written back into the environment). An explicit variable always wins over either default.
  */
-import { type Env, flagKnob, intKnob } from './knobs.ts';
+import { type Env, flagKnob, intKnob, stringKnob } from './knobs.ts';
 import { type PeerDefaults, type PeerSettings, readPeerSettings } from './peers/config.ts';
 import { readStorageSettings, type StorageDefaults, type StorageSettings } from './storage/settings.ts';
 
 export interface BenchOptions {
+  /** DATABASE_URL (postgresql://postgres@127.0.0.1:5432): the Postgres server the scratch database is created on. */
+  readonly postgresUrl: string;
   /** BENCH_QUICK=1: every section at its shortest, for development (the figures are noisier, not comparable). */
-  quick: boolean;
+  readonly quick: boolean;
   /**
    * BENCH_RUNS (5, at least 5): runs of the main section, the checkout section and the pgbench floor; each
    * figure is the median of the per-run figures.
    */
-  runs: number;
+  readonly runs: number;
   /** BENCH_P1_SECONDS (3; quick 1): P1, per procedure per run, 1 connection. */
-  p1Seconds: number;
+  readonly p1Seconds: number;
   /** BENCH_P2_SECONDS (5; quick 1): P2, per procedure per run, at `p2Connections`. */
-  p2Seconds: number;
-  p2Connections: number;
+  readonly p2Seconds: number;
+  readonly p2Connections: number;
   /** BENCH_P3_KEYS (200; quick 40): keys primed, then replayed, per run. */
-  p3Keys: number;
+  readonly p3Keys: number;
   /** Same-key requests sent at once (P5). */
-  p5Burst: number;
+  readonly p5Burst: number;
   /** BENCH_PGBENCH_SECONDS (4; quick 1; 0 skips the pgbench floor): per pgbench run. */
-  pgbenchSeconds: number;
+  readonly pgbenchSeconds: number;
   /** P2 against connections: protected and unprotected at each count. */
-  curveConnections: readonly number[];
+  readonly curveConnections: readonly number[];
   /** BENCH_CURVE_ROUNDS (3; quick 1): rounds per connection count, the order alternating. */
-  curveRounds: number;
+  readonly curveRounds: number;
   /** BENCH_CURVE_SECONDS (3; quick 1): per procedure per round. */
-  curveSeconds: number;
+  readonly curveSeconds: number;
   /** BENCH_ORDER_SECONDS (3; quick 1): `checkout.placeOrder` with and without the layer, per run. */
-  orderSeconds: number;
-  /** BENCH_JOBS (200; quick 30): fulfilment jobs per arm of the worker's job dedupe. */
-  jobs: number;
+  readonly orderSeconds: number;
+  /** BENCH_JOBS (200; quick 30): fulfilment jobs per arm of the worker's job dedupe, at most (one paid order each). */
+  readonly jobs: number;
   /** BENCH_VERBOSE=1: forward the servers' output. */
-  verbose: boolean;
+  readonly verbose: boolean;
   /** The peers section (BENCH_PEERS_*, BENCH_REDIS_URL: peers/config.ts); null with BENCH_PEERS=0. */
-  peers: Readonly<PeerSettings> | null;
+  readonly peers: Readonly<PeerSettings> | null;
   /**
    * The storage section (BENCH_STORAGE_SECTIONS, BENCH_P6_*, BENCH_GROWTH_*, …: storage/settings.ts), run last;
    * null with BENCH_STORAGE=0, which keeps the figures the last storage run left in docs/bench-results.json.
    */
-  storage: Readonly<StorageSettings> | null;
+  readonly storage: Readonly<StorageSettings> | null;
 }
 
 /** The peers' defaults in quick mode; the rest are the section's own. */
@@ -70,7 +72,7 @@ const QUICK_STORAGE: Partial<StorageDefaults> = {
   growthSamples: 200,
 };
 
-export function parseBenchOptions(env: Env = process.env): Readonly<BenchOptions> {
+export function parseBenchOptions(env: Env = process.env): BenchOptions {
   const quick = flagKnob(env, 'BENCH_QUICK', false);
   const count = (name: string, normal: number, quickDefault: number) =>
     intKnob(env, name, quick ? quickDefault : normal);
@@ -78,6 +80,7 @@ export function parseBenchOptions(env: Env = process.env): Readonly<BenchOptions
   const peers = readPeerSettings(env, quick ? QUICK_PEERS : {});
   const storage = readStorageSettings(env, quick ? QUICK_STORAGE : STORAGE);
   return Object.freeze({
+    postgresUrl: stringKnob(env, 'DATABASE_URL', 'postgresql://postgres@127.0.0.1:5432'),
     quick,
     runs: Math.max(5, count('BENCH_RUNS', 5, 5)),
     p1Seconds: count('BENCH_P1_SECONDS', 3, 1),

@@ -3,55 +3,42 @@
  * unprotected path (P1, P2, P3, P5, P2 against connections, the checkout's placeOrder), the peers on the same
  * handler (the peers ratio, P4), the client bundle (P7) and the storage section (P6, growth).
  *
- * Builds nothing: run `pnpm build` first (P7 reads the client bundle). Creates a scratch database on
- * DATABASE_URL's server (default postgresql://postgres@127.0.0.1:5432), migrates and seeds it, starts ONE web
- * process — the app's test server (apps/web/test/server/main.ts: the app's API from its own modules, plus
- * `bench.*`, served by node:http) — plus the payment provider (in-process), and drives `bench.protected` /
- * `bench.unprotected` (apps/web/test/server/bench-router.ts: the
- * same handler body in one interactive transaction) with autocannon on loopback. Every figure is the median of
- * BENCH_RUNS (≥ 5) runs, protected and unprotected interleaved in each run. Writes docs/bench-results.json,
- * docs/bench-chart.svg and the generated summary block of docs/BENCHMARKS.md; prints the time left as it goes.
+ * Builds nothing: run `pnpm build` first. Starts the stack (stack.ts: a scratch database, the provider, the
+ * app's test server) and drives `bench.protected` / `bench.unprotected` (requests.ts) with autocannon on loopback.
+ * Every figure is the median of BENCH_RUNS (≥ 5) runs, protected and unprotected interleaved in each run. Writes
+ * docs/bench-results.json, docs/bench-chart.svg and the generated summary block of docs/BENCHMARKS.md; prints the
+ * time left as it goes.
  *
  * Knobs (environment variables, BENCH_QUICK=1 for the shortest run): options.ts.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createPrismaClient } from '@idem/db';
-import { startProvider } from '@idem/provider';
 import { fulfilOrder } from '@idem/worker';
-import pg from 'pg';
+import type pg from 'pg';
 import { installFaultTriggers } from '../../worker/test/fault-triggers.ts';
-import { cannon as runCannon, type LoadSample as Sample } from './cannon.ts';
+import { cannon as runCannon } from './cannon.ts';
 import { svgChart } from './chart.ts';
+import { log } from './log.ts';
 import { parseBenchOptions } from './options.ts';
 import { type ArmId, arms } from './peers/contenders.ts';
 import { formatPeersReport } from './peers/report.ts';
 import type { PeersResult } from './peers/results.ts';
 import { runPeerBench } from './peers/run-peers.ts';
 import { createProgress, type Progress } from './progress.ts';
-import {
-  benchRoot,
-  createDatabase,
-  demoUsers,
-  dropDatabase,
-  messageOf,
-  migrateDatabase,
-  redact,
-  repoRoot,
-  scratchDatabaseName,
-  seedDatabase,
-  useExternalServer,
-  withDatabase,
-} from './repository.ts';
-import { runStorageBench, Teardown } from './storage/index.ts';
+import { benchRoot, messageOf, repoRoot } from './repository.ts';
+import { burst, cannon, countEffects, type Measured, notOk, requestHeaders } from './requests.ts';
+import { startStack, stopOnSignals } from './stack.ts';
+import { median } from './stats.ts';
+import { runStorageBench } from './storage/index.ts';
 import type { StorageBenchResult } from './storage/report.ts';
 import { keptStorageResults } from './storage/results-file.ts';
 import { BEFORE, type Figure, figure, summaryMarkdown, writeSummaryIntoBenchmarks } from './summary.ts';
+import { Teardown } from './teardown.ts';
 
 const OPTIONS = parseBenchOptions();
 const QUICK = OPTIONS.quick;
@@ -68,130 +55,6 @@ const CURVE_SECONDS = OPTIONS.curveSeconds;
 const ORDER_SECONDS = OPTIONS.orderSeconds;
 const JOBS = OPTIONS.jobs;
 const VERBOSE = OPTIONS.verbose;
-
-const WEB_DIR = path.join(repoRoot, 'apps/web');
-/** Node's arguments that start the app's test server (apps/web/test/server/main.ts), from WEB_DIR. */
-const TEST_SERVER_ARGS = ['--conditions=react-server', '--import', 'tsx', 'test/server/main.ts'];
-const TOKEN = demoUsers[0].token;
-
-type Measured = 'protected' | 'unprotected';
-/** `noop`: the same route with no database work of its own (bench-router.ts): the floor under P3's replay and P5's burst. */
-type Procedure = Measured | 'noop';
-
-function log(line: string): void {
-  console.log(`[bench] ${line}`);
-}
-
-function median(values: number[]): number {
-  const sorted = values.filter((value) => Number.isFinite(value)).sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  const middle = Math.floor(sorted.length / 2);
-  const high = sorted[middle] ?? Number.NaN;
-  return sorted.length % 2 === 1 ? high : ((sorted[middle - 1] ?? high) + high) / 2;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// The stack: scratch database, provider, one web process (the app's test server). Torn down by `cleanup()`, also on Ctrl-C.
-
-const cleanups: Array<() => Promise<void>> = [];
-let cleaning: Promise<void> | undefined;
-
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const step of cleanups.reverse()) {
-      try {
-        await step();
-      } catch (error) {
-        console.error(`[bench] cleanup: ${messageOf(error)}`);
-      }
-    }
-  })();
-  return cleaning;
-}
-
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    log(`${signal}: stopping and dropping the scratch database`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
-async function startWeb(env: NodeJS.ProcessEnv): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, TEST_SERVER_ARGS, {
-    cwd: WEB_DIR,
-    env: { ...process.env, ...env, NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', VERBOSE ? 'inherit' : 'ignore', 'inherit'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  cleanups.push(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    await exited;
-    clearTimeout(timer);
-  });
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error('the web process exited before it answered /api/health');
-    try {
-      const response = await fetch(`${url}/api/health`, { signal: AbortSignal.timeout(2_000) });
-      if (response.ok) return { url, child };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${url}/api/health did not answer within 60 s`);
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Requests.
-
-function requestHeaders(key: string): Record<string, string> {
-  return { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, 'idempotency-key': key };
-}
-
-const body = (n: number) => JSON.stringify({ json: { n } });
-
-/** One autocannon run against `bench.<procedure>` (apps/bench/src/cannon.ts). */
-function cannon(
-  url: string,
-  procedure: Procedure,
-  options: { connections: number; duration?: number; amount?: number; nextKey?: () => string; n?: number },
-): Promise<Sample> {
-  const { n, ...rest } = options;
-  return runCannon(url, {
-    ...rest,
-    path: `/api/trpc/bench.${procedure}`,
-    body: body(n ?? 1),
-    headers: requestHeaders,
-  });
-}
-
-async function countEffects(client: pg.Client, n?: number): Promise<number> {
-  const { rows } = await client.query<{ c: number }>(
-    n === undefined
-      ? 'select count(*)::int as c from bench_effects'
-      : 'select count(*)::int as c from bench_effects where n = $1',
-    n === undefined ? [] : [n],
-  );
-  return rows[0]?.c ?? 0;
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // The measurements of one run.
@@ -271,20 +134,35 @@ async function oneRun(url: string, client: pg.Client, run: number): Promise<RunR
   // P5: 50 requests with ONE key at once; `n` marks this burst's rows. First a burst that is not timed: the
   // client's keep-alive sockets have closed during P3, and the first burst would otherwise open 50 new ones
   // while the bursts compared with it found them open.
-  await burst(url, 'noop', randomUUID, 2);
+  await burst(url, 'noop', { size: P5_BURST, keyOf: randomUUID, n: 2 });
   const marker = 1_000_000 + run;
   const key = randomUUID();
   const statuses: Record<string, number> = {};
-  const wallMs = await burst(url, 'protected', () => key, marker, statuses);
+  const wallMs = await burst(url, 'protected', { size: P5_BURST, keyOf: () => key, n: marker, statuses });
   const executions = await countEffects(client, marker);
   // Control: the same burst of 50 at once, unprotected, distinct keys: what serving 50 requests costs at all.
   // Floors: the same-key burst again, now that its key has finished (50 replays), and 50 requests to the route
   // with no database work of its own. The 49 duplicates above cannot cost less than replays, nor replays less
   // than the bare route. Every burst's non-2xx answers count as failures: a failing floor would look cheap.
   const floorStatuses: Record<string, number> = {};
-  const controlWallMs = await burst(url, 'unprotected', randomUUID, 2, floorStatuses);
-  const replayWallMs = await burst(url, 'protected', () => key, marker, floorStatuses);
-  const noopWallMs = await burst(url, 'noop', randomUUID, 2, floorStatuses);
+  const controlWallMs = await burst(url, 'unprotected', {
+    size: P5_BURST,
+    keyOf: randomUUID,
+    n: 2,
+    statuses: floorStatuses,
+  });
+  const replayWallMs = await burst(url, 'protected', {
+    size: P5_BURST,
+    keyOf: () => key,
+    n: marker,
+    statuses: floorStatuses,
+  });
+  const noopWallMs = await burst(url, 'noop', {
+    size: P5_BURST,
+    keyOf: randomUUID,
+    n: 2,
+    statuses: floorStatuses,
+  });
   failures += notOk(statuses) + notOk(floorStatuses);
   log(
     `  run ${run + 1} P5 ${P5_BURST} same-key requests: ${executions} execution(s), wall ${wallMs.toFixed(1)} ms, ` +
@@ -298,34 +176,6 @@ async function oneRun(url: string, client: pg.Client, run: number): Promise<RunR
     p5: { executions, wallMs, controlWallMs, replayWallMs, noopWallMs, statuses },
     failures,
   };
-}
-
-/** How many answers of a burst were not 200 (errors included). */
-const notOk = (statuses: Record<string, number>) =>
-  Object.entries(statuses).reduce((sum, [status, count]) => sum + (status === '200' ? 0 : count), 0);
-
-/** P5_BURST requests to `bench.<procedure>` at once; the wall time until the last answer, in ms. */
-async function burst(
-  url: string,
-  procedure: Procedure,
-  keyOf: () => string,
-  n: number,
-  statuses: Record<string, number> = {},
-): Promise<number> {
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: P5_BURST }, async () => {
-      const response = await fetch(`${url}/api/trpc/bench.${procedure}`, {
-        method: 'POST',
-        headers: requestHeaders(keyOf()),
-        body: body(n),
-      }).catch(() => undefined);
-      const status = response ? String(response.status) : 'error';
-      await response?.arrayBuffer();
-      statuses[status] = (statuses[status] ?? 0) + 1;
-    }),
-  );
-  return performance.now() - started;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -617,66 +467,11 @@ function clientSize(): ClientSize[] | { skipped: string } {
 
 // ---------------------------------------------------------------------------------------------------------
 
-async function main() {
+async function main(teardown: Teardown) {
   const loadAtStart = os.loadavg()[0] ?? Number.NaN;
-  if (!existsSync(path.join(WEB_DIR, '.next/BUILD_ID'))) {
-    throw new Error('No production build of apps/web: run `pnpm build` first.');
-  }
-  const server = await useExternalServer(process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432');
-  const adminUrl = server.adminUrl;
-  const name = scratchDatabaseName('idem_bench');
-  const databaseUrl = await createDatabase(adminUrl, name);
-  cleanups.push(() => dropDatabase(adminUrl, name));
-  log(`scratch database ${name} on ${redact(withDatabase(adminUrl, ''))}`);
-
-  await migrateDatabase(databaseUrl);
-  const db = createPrismaClient({ connectionString: databaseUrl, max: 1 });
-  await seedDatabase(db).finally(() => db.$disconnect());
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  cleanups.push(() => client.end());
-  await client.query(
-    'create table if not exists bench_effects (id bigserial primary key, n int, at timestamptz default now())',
-  );
-  const pgVersion =
-    (await client.query<{ v: string }>("select current_setting('server_version') as v")).rows[0]?.v ?? '?';
-  log('migrated and seeded; bench_effects created');
-
-  // NODE_ENV=production refuses the provider's public demo secrets: both sides get generated ones.
-  const providerSecretKey = `sk_bench_${randomBytes(32).toString('base64url')}`;
-  const webhookSecret = `whsec_bench_${randomBytes(32).toString('base64url')}`;
-  const provider = await startProvider({
-    databaseUrl,
-    port: 0,
-    secretKey: providerSecretKey,
-    webhookSecret,
-    log: () => {},
-  });
-  cleanups.push(() => provider.close());
-  const { url } = await startWeb({
-    DATABASE_URL: databaseUrl,
-    PROVIDER_URL: provider.url,
-    PROVIDER_SECRET_KEY: providerSecretKey,
-    PROVIDER_WEBHOOK_SECRET: webhookSecret,
-    SESSION_SECRET: randomBytes(32).toString('base64url'),
-    IDEM_RESPONSE_SECRET: randomBytes(32).toString('base64url'),
-    // A benchmark places thousands of orders per principal: far past the production limit on new orders.
-    IDEM_NEW_ORDERS_PER_PRINCIPAL: '100000000',
-    IDEM_NEW_ORDERS_PER_CLIENT_ADDRESS: '100000000',
-    IDEM_PENDING_ORDERS_PER_PRINCIPAL: '100000000',
-  });
-  log(`test server (NODE_ENV=production) at ${url}, provider at ${provider.url}`);
-
-  // Sanity: both procedures answer 200 with the same shape; a replay says so.
-  for (const procedure of ['protected', 'unprotected'] as const) {
-    const response = await fetch(`${url}/api/trpc/bench.${procedure}`, {
-      method: 'POST',
-      headers: requestHeaders(randomUUID()),
-      body: body(1),
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`bench.${procedure}: HTTP ${response.status} ${text.slice(0, 300)}`);
-  }
+  const stack = await startStack(OPTIONS, teardown);
+  const { url, client, databaseUrl, adminUrl } = stack;
+  const pgVersion = stack.postgresVersion;
 
   const peerSettings = OPTIONS.peers;
   const storageSettings = OPTIONS.storage;
@@ -759,16 +554,16 @@ async function main() {
   let storage: unknown = keptStorageResults();
   let storageRun: StorageBenchResult | { skipped: string } = { skipped: 'BENCH_STORAGE=0' };
   if (storageSettings) {
-    const teardown = new Teardown();
-    cleanups.push(() => teardown.run());
+    const storageTeardown = new Teardown();
+    teardown.add(() => storageTeardown.run());
     storageRun = await runStorageBench({
       adminUrl,
       settings: storageSettings,
-      teardown,
+      teardown: storageTeardown,
       log: progress.logger((line) => log(`storage: ${line}`)),
       command: 'pnpm bench',
     }).catch((error: unknown) => ({ skipped: messageOf(error) }));
-    await teardown.run();
+    await storageTeardown.run();
     if ('skipped' in storageRun) log(`storage section failed: ${storageRun.skipped}`);
     else storage = storageRun;
   }
@@ -1028,9 +823,11 @@ function clientSizeFigures(bundle: ClientSize[] | { skipped: string }): Figure[]
   ];
 }
 
-main()
+const teardown = new Teardown('[bench] cleanup');
+stopOnSignals(teardown);
+main(teardown)
   .catch((error) => {
     console.error(`[bench] ${messageOf(error)}`);
     process.exitCode = 1;
   })
-  .finally(() => cleanup());
+  .finally(() => teardown.run());

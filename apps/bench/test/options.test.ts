@@ -6,6 +6,7 @@ describe('parseBenchOptions', () => {
   it('takes the full defaults when nothing is set', () => {
     const options = parseBenchOptions({});
     expect(options).toMatchObject({
+      postgresUrl: 'postgresql://postgres@127.0.0.1:5432',
       quick: false,
       runs: 5,
       p1Seconds: 3,
