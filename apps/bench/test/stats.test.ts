@@ -1,9 +1,9 @@
 /**
- * The two helpers every peers figure goes through: the median of the per-round figures, and the rotation that
- * gives each contender every position in the round order.
+ * The median every figure is taken as (of the per-run or per-round figures), and the rotation that gives each
+ * peers contender every position in the round order.
  */
 import { describe, expect, it } from 'vitest';
-import { median, rotate } from '../src/peers/stats.ts';
+import { median, rotate } from '../src/stats.ts';
 
 describe('median', () => {
   it('is the middle value of an odd count, whatever the input order', () => {

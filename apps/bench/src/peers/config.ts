@@ -1,15 +1,8 @@
 /**
- * The peers section's knobs (environment) and shared constants. Defaults keep the whole section near 3 minutes
- * on 2 cores; the lead's quiet-machine rerun may raise them.
+ * The peers section's knobs (environment: BENCH_PEERS_*, BENCH_REDIS_URL) and shared constants. The defaults keep
+ * the whole section near 3 minutes on 2 cores; `pnpm bench`'s quick mode passes shorter ones (options.ts).
  */
-
-export function intEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number.parseInt(raw, 10);
-  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer`);
-  return value;
-}
+import { type Env, flagKnob, intKnob, stringKnob } from '../knobs.ts';
 
 export interface PeerSettings {
   /** Rounds; every figure is the median of the per-round figures. At least 5. */
@@ -31,17 +24,26 @@ export interface PeerSettings {
   redisUrl: string;
 }
 
-export function peerSettingsFromEnv(): PeerSettings {
+/** The defaults a caller may replace (an explicit variable still wins). */
+export type PeerDefaults = Pick<
+  PeerSettings,
+  'runs' | 'p1Seconds' | 'p2Seconds' | 'replayKeys' | 'twoInstances'
+>;
+
+const DEFAULTS: PeerDefaults = { runs: 5, p1Seconds: 1, p2Seconds: 2, replayKeys: 100, twoInstances: true };
+
+export function readPeerSettings(env: Env = process.env, defaults: Partial<PeerDefaults> = {}): PeerSettings {
+  const fallback = { ...DEFAULTS, ...defaults };
   return {
-    runs: Math.max(5, intEnv('BENCH_PEERS_RUNS', 5)),
-    p1Seconds: Math.max(1, intEnv('BENCH_PEERS_P1_SECONDS', 1)),
-    p2Seconds: Math.max(1, intEnv('BENCH_PEERS_P2_SECONDS', 2)),
+    runs: Math.max(5, intKnob(env, 'BENCH_PEERS_RUNS', fallback.runs)),
+    p1Seconds: Math.max(1, intKnob(env, 'BENCH_PEERS_P1_SECONDS', fallback.p1Seconds)),
+    p2Seconds: Math.max(1, intKnob(env, 'BENCH_PEERS_P2_SECONDS', fallback.p2Seconds)),
     p2Connections: 32,
-    replayKeys: Math.max(10, intEnv('BENCH_PEERS_REPLAY_KEYS', 100)),
+    replayKeys: Math.max(10, intKnob(env, 'BENCH_PEERS_REPLAY_KEYS', fallback.replayKeys)),
     burst: 50,
-    twoInstances: process.env.BENCH_PEERS_TWO_INSTANCES !== '0',
-    poolSize: Math.max(1, intEnv('BENCH_PEERS_POOL', 10)),
-    redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/9',
+    twoInstances: flagKnob(env, 'BENCH_PEERS_TWO_INSTANCES', fallback.twoInstances),
+    poolSize: Math.max(1, intKnob(env, 'BENCH_PEERS_POOL', 10)),
+    redisUrl: stringKnob(env, 'BENCH_REDIS_URL', 'redis://127.0.0.1:6379/9'),
   };
 }
 

@@ -15,7 +15,7 @@ import {
   runConformanceCli,
 } from '@idem/conformance';
 import { repoRoot } from '../repository.ts';
-import { KEY_PREFIX, type PeerSettings, peerSettingsFromEnv } from './config.ts';
+import { KEY_PREFIX, type PeerSettings, readPeerSettings } from './config.ts';
 import { arms } from './contenders.ts';
 import { startServerProcess } from './processes.ts';
 import { withRedis } from './redis-keys.ts';
@@ -127,7 +127,7 @@ export async function runConformanceSection(
 }
 
 async function main() {
-  const settings = peerSettingsFromEnv();
+  const settings = readPeerSettings();
   await withPeersDatabase(log, (databaseUrl) => runConformanceSection(databaseUrl, settings, log));
 }
 

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { messageOf, repoRoot } from '../repository.ts';
-import { peerSettingsFromEnv } from './config.ts';
+import { readPeerSettings } from './config.ts';
 import { runConformanceSection } from './conformance.ts';
 import { formatPeersReport } from './report.ts';
 import { runPeerBench } from './run-peers.ts';
@@ -27,7 +27,7 @@ function mergeIntoResults(peers: unknown): void {
 }
 
 async function main() {
-  const settings = peerSettingsFromEnv();
+  const settings = readPeerSettings();
   await withPeersDatabase(log, async (databaseUrl) => {
     const result = await runPeerBench({
       databaseUrl,

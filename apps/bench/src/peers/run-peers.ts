@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { benchRoot } from '../repository.ts';
+import { median, rotate } from '../stats.ts';
 import { KEY_PREFIX, MARKER_BASE, type PeerSettings } from './config.ts';
 import {
   type ArmId,
@@ -35,7 +36,6 @@ import { type ServerProcess, startServerProcess } from './processes.ts';
 import { withRedis } from './redis-keys.ts';
 import type { BurstOutcome, PeersResult, Probe, ProbeAnswer, RoundResult } from './results.ts';
 import { type ServerName, serverNames } from './server-names.ts';
-import { median, rotate } from './stats.ts';
 import { summarizeArm, summarizeVariant } from './summarize.ts';
 
 export interface PeersOptions {

@@ -1,7 +1,8 @@
 /** From the rounds to the figures: medians of per-round values and of per-round ratios. */
+
+import { median } from '../stats.ts';
 import { type ArmId, arms, type VariantId, variants } from './contenders.ts';
 import type { ArmSummary, BurstOutcome, Probe, RoundResult, VariantSummary } from './results.ts';
-import { median } from './stats.ts';
 
 export function summarizeArm(id: ArmId, rounds: RoundResult[]): ArmSummary {
   const arm = arms[id];

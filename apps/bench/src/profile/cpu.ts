@@ -19,7 +19,7 @@ import { createIdempotency } from '@idem/idempotency/trpc';
 import { initTRPC } from '@trpc/server';
 import pg from 'pg';
 import { z } from 'zod';
-import { intEnv } from '../peers/config.ts';
+import { intKnob } from '../knobs.ts';
 import { insertEffect, runEffect } from '../peers/effect.ts';
 import {
   createDatabase,
@@ -30,7 +30,7 @@ import {
 } from '../repository.ts';
 import { recordedStatements } from './recorded-statements.ts';
 
-const N = intEnv('BENCH_CPU_N', 2000);
+const N = intKnob(process.env, 'BENCH_CPU_N', 2000);
 
 /** CPU milliseconds `pid` spends until the returned stop() (perf prints its counters on SIGINT). */
 function countInstructions(pid: number): () => Promise<number> {

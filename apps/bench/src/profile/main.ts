@@ -28,7 +28,7 @@ import superjson from 'superjson';
 import { z } from 'zod';
 // The library's one-Sync batch (internal: not a public export), for the SQL floor of the folded transaction.
 import { sendBatch } from '../../../../packages/idempotency/src/prisma/fast-path/pg-batch.ts';
-import { intEnv } from '../peers/config.ts';
+import { intKnob } from '../knobs.ts';
 import { insertEffect, runEffect } from '../peers/effect.ts';
 import {
   createDatabase,
@@ -39,7 +39,7 @@ import {
 } from '../repository.ts';
 import { recordedStatements } from './recorded-statements.ts';
 
-const ITERATIONS = intEnv('BENCH_PROFILE_ITERATIONS', 2000);
+const ITERATIONS = intKnob(process.env, 'BENCH_PROFILE_ITERATIONS', 2000);
 const ONLY = process.env.BENCH_PROFILE_ONLY?.split('|');
 
 interface BenchContext {

@@ -23,7 +23,7 @@ import { createIdempotency } from '@idem/idempotency/trpc';
 import { initTRPC } from '@trpc/server';
 import pg from 'pg';
 import { z } from 'zod';
-import { intEnv } from '../peers/config.ts';
+import { intKnob } from '../knobs.ts';
 import { insertEffect } from '../peers/effect.ts';
 import {
   createDatabase,
@@ -33,8 +33,8 @@ import {
   useExternalServer,
 } from '../repository.ts';
 
-const BURST = intEnv('BENCH_BURST', 50);
-const ROUNDS = intEnv('BENCH_BURST_ROUNDS', 40);
+const BURST = intKnob(process.env, 'BENCH_BURST', 50);
+const ROUNDS = intKnob(process.env, 'BENCH_BURST_ROUNDS', 40);
 
 type Store = IdempotencyStore<PrismaTransactionLike<Database>>;
 

@@ -9,16 +9,17 @@ import { createPrismaClient } from '@idem/db';
 import { createPrismaIdempotencyStore } from '@idem/idempotency/prisma';
 import pg from 'pg';
 import { redact, withDatabase } from '../repository.ts';
+import type { Teardown } from '../teardown.ts';
 import type { Store } from './claim-probe.ts';
 import { benchCleanup, type StorageContext } from './cleanup-p6.ts';
 import { benchGrowth } from './growth.ts';
 import { benchPartitionedExpiry } from './partitioned-expiry.ts';
 import { P6_TARGETS, type StorageBenchResult } from './report.ts';
-import { createMigratedScratchDatabase, type Teardown } from './scratch-database.ts';
+import { createMigratedScratchDatabase } from './scratch-database.ts';
 import type { StorageSettings } from './settings.ts';
 
+export { Teardown } from '../teardown.ts';
 export { storageMarkdown } from './report.ts';
-export { Teardown } from './scratch-database.ts';
 export { readStorageSettings } from './settings.ts';
 
 export async function runStorageBench(options: {

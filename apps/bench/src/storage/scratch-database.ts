@@ -1,39 +1,9 @@
 /**
  * A throw-away database on DATABASE_URL's server, migrated with the repo's own migrations (the real
- * `idempotency_keys` table and its indexes), and the list of things to undo at the end — also on Ctrl-C.
+ * `idempotency_keys` table and its indexes); dropped by the caller's Teardown.
  */
-import {
-  createDatabase,
-  dropDatabase,
-  messageOf,
-  migrateDatabase,
-  scratchDatabaseName,
-} from '../repository.ts';
-
-export type TeardownStep = () => Promise<void>;
-
-/** Steps run in reverse order of registration, each once, failures logged and skipped. */
-export class Teardown {
-  private readonly steps: TeardownStep[] = [];
-  private running: Promise<void> | undefined;
-
-  add(step: TeardownStep): void {
-    this.steps.push(step);
-  }
-
-  run(): Promise<void> {
-    this.running ??= (async () => {
-      for (const step of this.steps.reverse()) {
-        try {
-          await step();
-        } catch (error) {
-          console.error(`[bench:storage] teardown: ${messageOf(error)}`);
-        }
-      }
-    })();
-    return this.running;
-  }
-}
+import { createDatabase, dropDatabase, migrateDatabase, scratchDatabaseName } from '../repository.ts';
+import type { Teardown } from '../teardown.ts';
 
 export interface ScratchDatabase {
   name: string;

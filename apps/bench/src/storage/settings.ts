@@ -1,7 +1,12 @@
 /**
  * The storage bench's knobs (environment variables), read once. Defaults keep `pnpm bench:storage` around
- * three minutes on a 2-core machine; the 10 M-row growth step is behind BENCH_GROWTH_ROWS.
+ * three minutes on a 2-core machine; the 10 M-row growth step is behind BENCH_GROWTH_ROWS. `pnpm bench` passes
+ * defaults of its own (options.ts): fewer sections, and shorter ones in quick mode.
  */
+import { type Env, intKnob, listKnob } from '../knobs.ts';
+
+const SECTIONS = ['p6', 'partitions', 'growth'] as const;
+type StorageSection = (typeof SECTIONS)[number];
 
 export interface CleanupVariant {
   mode: 'worker' | 'store' | 'ordered';
@@ -11,7 +16,7 @@ export interface CleanupVariant {
 
 export interface StorageSettings {
   /** Which sections run, in this order: p6, partitions, growth. */
-  sections: ReadonlySet<'p6' | 'partitions' | 'growth'>;
+  sections: ReadonlySet<StorageSection>;
   /** P6: expired keys bulk-loaded before the cleanup runs. */
   p6Rows: number;
   /** P6: live (unexpired) keys loaded next to them; the cleanup must leave every one of them. */
@@ -48,50 +53,54 @@ export interface StorageSettings {
   growthHeavySamples: number;
 }
 
-export function readStorageSettings(env: NodeJS.ProcessEnv = process.env): StorageSettings {
-  const sections = listEnv(env, 'BENCH_STORAGE_SECTIONS', ['p6', 'partitions', 'growth']);
-  for (const section of sections) {
-    if (section !== 'p6' && section !== 'partitions' && section !== 'growth')
-      throw new Error(`BENCH_STORAGE_SECTIONS: unknown section ${section} (p6, partitions, growth)`);
-  }
-  const growthRows = listEnv(env, 'BENCH_GROWTH_ROWS', ['10000', '1000000']).map((raw) =>
+/** The defaults a caller may replace (an explicit variable still wins). */
+export type StorageDefaults = Pick<
+  StorageSettings,
+  'p6Rows' | 'p6LiveRows' | 'p6BaselineSeconds' | 'scopes' | 'growthRows' | 'growthSamples'
+> & { sections: readonly StorageSection[] };
+
+const DEFAULTS: StorageDefaults = {
+  sections: SECTIONS,
+  p6Rows: 1_000_000,
+  p6LiveRows: 200_000,
+  p6BaselineSeconds: 5,
+  scopes: 100_000,
+  growthRows: [10_000, 1_000_000],
+  growthSamples: 1_000,
+};
+
+export function readStorageSettings(
+  env: Env = process.env,
+  defaults: Partial<StorageDefaults> = {},
+): StorageSettings {
+  const fallback = { ...DEFAULTS, ...defaults };
+  const sections = listKnob(env, 'BENCH_STORAGE_SECTIONS', fallback.sections).map((section) => {
+    const known = SECTIONS.find((name) => name === section);
+    if (!known)
+      throw new Error(`BENCH_STORAGE_SECTIONS: unknown section ${section} (${SECTIONS.join(', ')})`);
+    return known;
+  });
+  const growthRows = listKnob(env, 'BENCH_GROWTH_ROWS', fallback.growthRows.map(String)).map((raw) =>
     parseCount('BENCH_GROWTH_ROWS', raw),
   );
   if (growthRows.some((rows, index) => index > 0 && rows <= (growthRows[index - 1] ?? 0)))
     throw new Error('BENCH_GROWTH_ROWS must be ascending, e.g. 10000,1000000,10000000');
   return {
-    sections: new Set(sections as Array<'p6' | 'partitions' | 'growth'>),
-    p6Rows: intEnv(env, 'BENCH_P6_ROWS', 1_000_000),
-    p6LiveRows: intEnv(env, 'BENCH_P6_LIVE_ROWS', 200_000),
-    p6Batch: intEnv(env, 'BENCH_P6_BATCH', 0),
-    p6Variants: listEnv(env, 'BENCH_P6_VARIANTS', []).map(parseVariant),
-    p6Checkpoint: intEnv(env, 'BENCH_P6_CHECKPOINT', 1) !== 0,
-    p6BaselineSeconds: intEnv(env, 'BENCH_P6_BASELINE_SECONDS', 5),
-    p6NoIndexSeconds: intEnv(env, 'BENCH_P6_NO_INDEX_SECONDS', 0),
-    scopes: Math.max(1, intEnv(env, 'BENCH_STORAGE_SCOPES', 100_000)),
-    partitionRows: intEnv(env, 'BENCH_PARTITION_ROWS', 1_000_000),
+    sections: new Set(sections),
+    p6Rows: intKnob(env, 'BENCH_P6_ROWS', fallback.p6Rows),
+    p6LiveRows: intKnob(env, 'BENCH_P6_LIVE_ROWS', fallback.p6LiveRows),
+    p6Batch: intKnob(env, 'BENCH_P6_BATCH', 0),
+    p6Variants: listKnob(env, 'BENCH_P6_VARIANTS', []).map(parseVariant),
+    p6Checkpoint: intKnob(env, 'BENCH_P6_CHECKPOINT', 1) !== 0,
+    p6BaselineSeconds: intKnob(env, 'BENCH_P6_BASELINE_SECONDS', fallback.p6BaselineSeconds),
+    p6NoIndexSeconds: intKnob(env, 'BENCH_P6_NO_INDEX_SECONDS', 0),
+    scopes: Math.max(1, intKnob(env, 'BENCH_STORAGE_SCOPES', fallback.scopes)),
+    partitionRows: intKnob(env, 'BENCH_PARTITION_ROWS', 1_000_000),
     growthRows,
-    growthSamples: Math.max(20, intEnv(env, 'BENCH_GROWTH_SAMPLES', 1_000)),
-    growthHeavyEvery: intEnv(env, 'BENCH_GROWTH_HEAVY_EVERY', 100),
-    growthHeavySamples: Math.max(20, intEnv(env, 'BENCH_GROWTH_HEAVY_SAMPLES', 200)),
+    growthSamples: Math.max(20, intKnob(env, 'BENCH_GROWTH_SAMPLES', fallback.growthSamples)),
+    growthHeavyEvery: intKnob(env, 'BENCH_GROWTH_HEAVY_EVERY', 100),
+    growthHeavySamples: Math.max(20, intKnob(env, 'BENCH_GROWTH_HEAVY_SAMPLES', 200)),
   };
-}
-
-function intEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw.replaceAll('_', ''));
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer`);
-  return value;
-}
-
-function listEnv(env: NodeJS.ProcessEnv, name: string, fallback: string[]): string[] {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  return raw
-    .split(',')
-    .map((part) => part.trim())
-    .filter((part) => part !== '');
 }
 
 function parseVariant(raw: string): CleanupVariant {

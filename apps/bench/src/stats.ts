@@ -13,3 +13,8 @@ export function rotate<T>(items: readonly T[], by: number): T[] {
   const shift = by % items.length;
   return [...items.slice(shift), ...items.slice(0, shift)];
 }
+
+/** The median of `values` in milliseconds, two decimals: "1.23 ms". */
+export function medianMs(values: number[]): string {
+  return `${median(values).toFixed(2)} ms`;
+}

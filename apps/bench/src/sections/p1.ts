@@ -1,0 +1,42 @@
+/** P1: a first execution's p50 latency at 1 connection, protected against unprotected. */
+import { log } from '../log.ts';
+import type { BenchOptions } from '../options.ts';
+import { cannon, type Measured } from '../requests.ts';
+import { median, medianMs } from '../stats.ts';
+import { BEFORE, type Figure, figure } from '../summary.ts';
+import type { Measurement } from './context.ts';
+
+/** p50 in ms per procedure. */
+export type P1Run = Record<Measured, number>;
+
+export async function measure(
+  url: string,
+  options: BenchOptions,
+  run: number,
+  order: Measured[],
+): Promise<Measurement<P1Run>> {
+  const p1 = { protected: Number.NaN, unprotected: Number.NaN };
+  let failures = 0;
+  for (const procedure of order) {
+    const sample = await cannon(url, procedure, { connections: 1, duration: options.p1Seconds });
+    failures += sample.failed;
+    p1[procedure] = median(sample.latencies);
+    log(`  run ${run + 1} P1 ${procedure.padEnd(11)} p50 ${p1[procedure].toFixed(2)} ms (${sample.ok} ok)`);
+  }
+  return { value: p1, failures };
+}
+
+export function figures(runs: P1Run[], options: BenchOptions): Figure[] {
+  return [
+    figure({
+      id: 'P1',
+      label: 'P1 first execution p50, protected / unprotected',
+      value: median(runs.map((r) => r.protected / r.unprotected)),
+      before: BEFORE.P1,
+      target: '≤ 1.10',
+      bound: 1.1,
+      upper: true,
+      detail: `${medianMs(runs.map((r) => r.protected))} / ${medianMs(runs.map((r) => r.unprotected))} (test server, 1 connection, ${options.p1Seconds} s each)`,
+    }),
+  ];
+}
