@@ -8,12 +8,8 @@
  * retry. Wrapped with `withTransactionFence`, the adapter refuses them instead (`TransactionClosedError`).
  * `withIdempotencyFastPath` has the same fence built in.
  */
-import type {
-  DriverAdapterFactoryLike,
-  DriverAdapterLike,
-  SqlQueryLike,
-  TransactionLike,
-} from './driver-adapter.ts';
+import type { DriverAdapterFactoryLike, SqlQueryLike, TransactionLike } from './driver-adapter.ts';
+import { wrapTransactions } from './wrap-transactions.ts';
 
 export class TransactionClosedError extends Error {
   override readonly name = 'TransactionClosedError';
@@ -82,31 +78,5 @@ export function fencedTransaction(transaction: TransactionLike): TransactionLike
  */
 export function withTransactionFence<TFactory extends DriverAdapterFactoryLike>(factory: TFactory): TFactory {
   if ((factory as { [FENCED]?: boolean })[FENCED]) return factory;
-  return new Proxy(factory, {
-    get(target, property) {
-      if (property === FENCED) return true;
-      const value: unknown = Reflect.get(target, property);
-      // The factory's other methods run on the factory itself: its settings may be private fields (#…).
-      if (typeof value === 'function' && property !== 'connect') return value.bind(target);
-      if (property !== 'connect' || typeof value !== 'function') return value;
-      return async () => {
-        const adapter = (await Reflect.apply(value, target, [])) as DriverAdapterLike;
-        const wrapped: DriverAdapterLike = new Proxy(adapter, {
-          get(inner, name) {
-            const member: unknown = Reflect.get(inner, name);
-            if (typeof member !== 'function') return member;
-            if (name !== 'startTransaction')
-              return (...args: unknown[]) => Reflect.apply(member, inner, args);
-            // Called on this proxy, it runs on the adapter itself (whose private fields a proxy lacks); called
-            // with another `this` (the idempotency fast path's, which answers `client` itself), on that.
-            return async function startTransaction(this: unknown, ...args: unknown[]) {
-              const self = this === wrapped || this === undefined ? inner : this;
-              return fencedTransaction((await Reflect.apply(member, self, args)) as TransactionLike);
-            };
-          },
-        });
-        return wrapped;
-      };
-    },
-  });
+  return wrapTransactions(factory, fencedTransaction, { [FENCED]: true });
 }
