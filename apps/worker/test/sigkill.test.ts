@@ -195,8 +195,9 @@ describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process'
     expect(result.atKill).toMatchObject({ status: 'shipped', shipments: 1 });
     expect(result.atKill.receipts).toHaveLength(1);
     // Not acknowledged: A's completing UPDATE sleeps, uncommitted, holding the job row's lock (no monitor can
-    // expire the job under it), so the job is still A's first delivery.
-    expect(result.jobAtKill).toMatchObject({ state: 'active', retry_count: 0 });
+    // expire the job under it). Which delivery that is varies: on a loaded machine A's first one can outlast the
+    // test's 2 s expiry before it reaches the ack, and A takes the redelivery (CI run of 2026-12-04: retry 1).
+    expect(result.jobAtKill).toMatchObject({ state: 'active' });
     // Redelivered at least once (more on a loaded machine, where the 2 s test expiry can fire again).
     expect(result.job.retry_count).toBeGreaterThanOrEqual(1);
     expect(result.after).toMatchObject({ status: 'shipped', shipments: 1 });
