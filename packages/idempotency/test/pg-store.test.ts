@@ -54,24 +54,25 @@ describe('its transactions', () => {
     const request = claimRequest();
     let late: unknown;
     let callback: Promise<void> = Promise.resolve();
-    await expect(
-      pgPoolExecutor(pool).$transaction(
-        (tx) => {
-          callback = (async () => {
-            await store.claim(request, tx as never);
-            await new Promise((resolve) => setTimeout(resolve, 300)); // the timeout (100 ms) fires meanwhile
-            late = await Promise.resolve(
-              (tx as PrismaTransactionLike<PgPoolExecutor>).$executeRawUnsafe(
-                `insert into ${effects} (scope) values ($1)`,
-                request.scope,
-              ),
-            ).catch((error: unknown) => error);
-          })();
-          return callback;
-        },
-        { timeout: 100 },
-      ),
-    ).rejects.toBeInstanceOf(PgTransactionTimeoutError);
+    let timedOut: Promise<unknown> = Promise.resolve();
+    const transaction = pgPoolExecutor(pool).$transaction(
+      (tx) => {
+        callback = (async () => {
+          await store.claim(request, tx as never);
+          await timedOut; // the timeout (100 ms) has fired and rolled back; the callback goes on
+          late = await Promise.resolve(
+            (tx as PrismaTransactionLike<PgPoolExecutor>).$executeRawUnsafe(
+              `insert into ${effects} (scope) values ($1)`,
+              request.scope,
+            ),
+          ).catch((error: unknown) => error);
+        })();
+        return callback;
+      },
+      { timeout: 100 },
+    );
+    timedOut = transaction.catch(() => {});
+    await expect(transaction).rejects.toBeInstanceOf(PgTransactionTimeoutError);
     await callback;
     expect(late).toBeInstanceOf(TransactionClosedError);
     expect(await store.find(keyOf(request))).toBeNull();
