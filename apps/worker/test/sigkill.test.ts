@@ -215,13 +215,15 @@ describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process'
     report('CONTROL kill after receipt, dedupe OFF', result);
 
     expect(result.after).toMatchObject({ status: 'shipped', shipments: 1 });
-    const jobId = result.job.id;
     // The killed delivery's receipt and the redelivery's: a duplicate (one more per extra redelivery, which a
     // loaded machine can cause with the 2 s test expiry).
     const kinds = result.after.receipts.map((r) => r.kind);
-    expect(kinds.slice(0, 2)).toEqual([`receipt:${jobId}:0`, `receipt:${jobId}:1`]);
-    expect(kinds).toHaveLength(result.job.retry_count + 1);
-    expect(result.jobAtKill).toMatchObject({ state: 'active', retry_count: 0 });
+    // Each a kind of its own delivery (`receipt:<job>:<retry>`, or `receipt:tx<id>` when the delivery's job had
+    // already expired under it on a loaded machine): never the shared 'receipt' that would have absorbed them.
+    expect(kinds.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(kinds).size).toBe(kinds.length);
+    for (const kind of kinds) expect(kind).toMatch(/^receipt:/);
+    expect(result.jobAtKill).toMatchObject({ state: 'active' });
   });
 
   it('CONTROL, dedupe off, killed after the shipment → one receipt: the first delivery died before writing any', async () => {
@@ -232,8 +234,11 @@ describe.concurrent('SIGKILL mid-job, then redelivery to a fresh worker process'
     // what makes it right, not the receipt's unique key: with or without it, one receipt.
     expect(result.after).toMatchObject({ status: 'shipped', shipments: 1 });
     const kinds = result.after.receipts.map((r) => r.kind);
-    expect(kinds[0]).toBe(`receipt:${result.job.id}:1`);
-    // One per redelivery that completed (normally exactly one; more only if the 2 s test expiry fired again).
-    expect(kinds).toHaveLength(result.job.retry_count);
+    // Written by a redelivery, under a kind of its own (`receipt:<job>:<retry>`, or `receipt:tx<id>` when that
+    // delivery's job had already expired under it on a loaded machine); one per redelivery that got that far.
+    expect(kinds.length).toBeGreaterThanOrEqual(1);
+    expect(kinds.length).toBeLessThanOrEqual(result.job.retry_count);
+    for (const kind of kinds) expect(kind).toMatch(/^receipt:/);
+    expect(kinds).not.toContain(`receipt:${result.job.id}:0`);
   });
 });

@@ -26,7 +26,7 @@ let store: ReturnType<typeof createPgIdempotencyStore>;
 
 beforeAll(async () => {
   const url = await ownTableUrl();
-  pool = new pg.Pool({ connectionString: url, max: 10 });
+  pool = new pg.Pool({ connectionString: url, max: 4 });
   rowsDb = createPrismaClient({ connectionString: url, max: 2 });
   store = createPgIdempotencyStore(pool);
 });
