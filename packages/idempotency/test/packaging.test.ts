@@ -85,6 +85,11 @@ const expectedPeersBySubpath: Record<string, string[]> = {
   './express': [],
   './mariadb': [],
   './otel': ['@opentelemetry/api'],
+  // The broker adapters are structural too: written against amqplib's and @nats-io/jetstream's objects, which
+  // the app passes in; nothing of either is imported.
+  './consumer': [],
+  './consumer/rabbitmq': [],
+  './consumer/jetstream': [],
 };
 /** Browser bundles: no `node:*` module may be reachable from these. */
 const browserSubpaths = ['./client', './react'];
@@ -249,6 +254,9 @@ describe('the manifest, packed as it is written', () => {
       './fetch',
       './express',
       './otel',
+      './consumer',
+      './consumer/rabbitmq',
+      './consumer/jetstream',
     ]);
     for (const subpath of subpaths) {
       const targets = workspaceManifest.exports[subpath];
@@ -320,15 +328,17 @@ describe('the packed package', () => {
     expect(messages.map((message) => `${message.type}: ${formatMessage(message, pkg)}`)).toEqual([]);
   });
 
-  it('declares tRPC, TanStack Query, React, Prisma, Express and OpenTelemetry as optional peers, never as dependencies', () => {
+  it('declares tRPC, TanStack Query, React, Prisma, Express, OpenTelemetry and the broker clients as optional peers, never as dependencies', () => {
     const peers = Object.keys(packed.peerDependencies ?? {}).sort();
     expect(peers).toEqual([
+      '@nats-io/jetstream',
       '@opentelemetry/api',
       '@prisma/client',
       '@tanstack/react-query',
       '@trpc/client',
       '@trpc/server',
       '@types/express',
+      'amqplib',
       'express',
       'react',
     ]);
