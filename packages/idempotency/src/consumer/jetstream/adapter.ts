@@ -106,7 +106,7 @@ export interface JetStreamPublishClient<THeaders> {
 
 export interface JetStreamPublisherOptions<THeaders extends { set(name: string, value: string): void }> {
   /** `jetstream(nc)`. */
-  js: JetStreamPublishClient<THeaders>;
+  js: JetStreamPublishClient<NoInfer<THeaders>>;
   /** `headers` from `@nats-io/transport-node` (or `@nats-io/nats-core`): makes an empty header set. */
   headers: () => THeaders;
 }
