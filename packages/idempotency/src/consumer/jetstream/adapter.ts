@@ -23,7 +23,7 @@ export interface JetStreamDelivery {
   readonly info: { readonly deliveryCount: number };
   ack(): void;
   nak(millis?: number): void;
-  term(reason?: string): void;
+  term(): void;
 }
 
 export interface JetStreamConsumeOptions<TDelivery extends JetStreamDelivery> {
@@ -77,7 +77,8 @@ export async function consumeJetStream<TDelivery extends JetStreamDelivery>(
       else if (decision.action === 'retry') delivery.nak(decision.delayMs);
       else {
         await options.deadLetter?.(delivery, decision);
-        delivery.term(decision.reason);
+        // Without a reason: a server before 2.10 does not take `+TERM <reason>` for a TERM, and redelivers.
+        delivery.term();
       }
     } catch (error) {
       onError(error);
