@@ -16,6 +16,8 @@ import {
   fingerprintBody,
   type QueueMessage,
 } from '../src/consumer/index.ts';
+import { jetStreamMessage } from '../src/consumer/jetstream/index.ts';
+import { rabbitMqMessage } from '../src/consumer/rabbitmq/index.ts';
 import type { IdempotencyStore } from '../src/core/store.ts';
 import { createMariadbIdempotencyStore } from '../src/mariadb/index.ts';
 import { createPrismaIdempotencyStore, type SqlExecutor } from '../src/prisma/index.ts';
@@ -266,5 +268,58 @@ describe('the idempotent consumer (Postgres)', () => {
     expect(() =>
       createIdempotentConsumer({ store, name: 'c', handler, backoff: { initialMs: 10, maxMs: 1 } }),
     ).toThrow(RangeError);
+  });
+});
+
+describe('the adapters’ translation of a delivery', () => {
+  it('RabbitMQ: messageId, type (else the routing key), x-delivery-count + 1 (a classic queue’s redelivered flag at least 2), string headers', () => {
+    const delivery = (properties: object, redelivered = false) => ({
+      content: json({ a: 1 }),
+      fields: { redelivered, routingKey: 'orders' },
+      properties,
+    });
+    expect(
+      rabbitMqMessage(
+        delivery(
+          { messageId: 'm-1', type: 'order.ship', headers: { 'x-delivery-count': 2, trace: 't', n: 1 } },
+          true,
+        ),
+      ),
+    ).toEqual({
+      id: 'm-1',
+      type: 'order.ship',
+      body: json({ a: 1 }),
+      deliveryCount: 3,
+      headers: { trace: 't' },
+    });
+    expect(rabbitMqMessage(delivery({ messageId: 'm-1' }, true))).toMatchObject({
+      type: 'orders',
+      deliveryCount: 2,
+    });
+    expect(rabbitMqMessage(delivery({}))).toMatchObject({ id: '', deliveryCount: 1 });
+  });
+
+  it('JetStream: Nats-Msg-Id, Idem-Message-Type (else the subject), info.deliveryCount, the headers', () => {
+    const headers = (entries: Record<string, string>) => ({
+      get: (name: string) => entries[name] ?? '',
+      keys: () => Object.keys(entries),
+    });
+    const message = (entries: Record<string, string>) => ({
+      data: json({ a: 1 }),
+      subject: 'orders.paid',
+      headers: headers(entries),
+      info: { deliveryCount: 4 },
+      ack() {},
+      nak() {},
+      term() {},
+    });
+    expect(jetStreamMessage(message({ 'Nats-Msg-Id': 'm-1', 'Idem-Message-Type': 'order.paid' }))).toEqual({
+      id: 'm-1',
+      type: 'order.paid',
+      body: json({ a: 1 }),
+      deliveryCount: 4,
+      headers: { 'Nats-Msg-Id': 'm-1', 'Idem-Message-Type': 'order.paid' },
+    });
+    expect(jetStreamMessage(message({}))).toMatchObject({ id: '', type: 'orders.paid' });
   });
 });

@@ -86,9 +86,11 @@ export async function consumeJetStream<TDelivery extends JetStreamDelivery>(
   };
 
   for await (const delivery of options.messages) {
-    const handled = consumer
-      .handle(jetStreamMessage(delivery))
-      .then((decision) => settle(delivery, decision));
+    const handled = consumer.handle(jetStreamMessage(delivery)).then(
+      (decision) => settle(delivery, decision),
+      // A consumer that broke its promise never to reject: redelivered after a second.
+      (error: unknown) => settle(delivery, { action: 'retry', delayMs: 1_000, error }),
+    );
     handling.add(handled);
     void handled.finally(() => handling.delete(handled));
     if (handling.size >= concurrency) await Promise.race(handling);

@@ -103,9 +103,11 @@ export async function consumeRabbitMq<TDelivery extends RabbitMqDelivery>(
     (delivery) => {
       // null: the broker cancelled the consumer (the queue was deleted).
       if (!delivery) return;
-      const handled = consumer
-        .handle(rabbitMqMessage(delivery))
-        .then((decision) => settle(delivery, decision));
+      const handled = consumer.handle(rabbitMqMessage(delivery)).then(
+        (decision) => settle(delivery, decision),
+        // A consumer that broke its promise never to reject: redelivered after a second.
+        (error: unknown) => settle(delivery, { action: 'retry', delayMs: 1_000, error }),
+      );
       handling.add(handled);
       void handled.finally(() => handling.delete(handled));
     },
