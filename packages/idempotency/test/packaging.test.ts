@@ -87,6 +87,11 @@ const expectedPeersBySubpath: Record<string, string[]> = {
   './otel': ['@opentelemetry/api'],
   // A node-postgres Pool, structurally: the subpath imports no driver.
   './pg': [],
+  // The broker adapters are structural too: written against amqplib's and @nats-io/jetstream's objects, which
+  // the app passes in; nothing of either is imported.
+  './consumer': [],
+  './consumer/rabbitmq': [],
+  './consumer/jetstream': [],
 };
 /** Browser bundles: no `node:*` module may be reachable from these. */
 const browserSubpaths = ['./client', './react'];
@@ -252,6 +257,9 @@ describe('the manifest, packed as it is written', () => {
       './express',
       './otel',
       './pg',
+      './consumer',
+      './consumer/rabbitmq',
+      './consumer/jetstream',
     ]);
     for (const subpath of subpaths) {
       const targets = workspaceManifest.exports[subpath];
@@ -323,15 +331,17 @@ describe('the packed package', () => {
     expect(messages.map((message) => `${message.type}: ${formatMessage(message, pkg)}`)).toEqual([]);
   });
 
-  it('declares tRPC, TanStack Query, React, Prisma, Express and OpenTelemetry as optional peers, never as dependencies', () => {
+  it('declares tRPC, TanStack Query, React, Prisma, Express, OpenTelemetry and the broker clients as optional peers, never as dependencies', () => {
     const peers = Object.keys(packed.peerDependencies ?? {}).sort();
     expect(peers).toEqual([
+      '@nats-io/jetstream',
       '@opentelemetry/api',
       '@prisma/client',
       '@tanstack/react-query',
       '@trpc/client',
       '@trpc/server',
       '@types/express',
+      'amqplib',
       'express',
       'react',
     ]);
