@@ -1,5 +1,6 @@
 /** Server environment, parsed once. Import `env` instead of reading process.env anywhere else. */
 import 'server-only';
+import { queueEnvShape } from '@idem/broker/outbox';
 import { z } from 'zod';
 import { EnvError } from './env-error.ts';
 import { DEFAULT_KEY_LIFETIMES, type KeyLifetimes, keyLifetimeProblems } from './server/key-lifetimes.ts';
@@ -48,6 +49,8 @@ function schemaFor(production: boolean) {
   return z
     .object({
       DATABASE_URL: z.url({ error: 'DATABASE_URL must be a postgresql:// URL (pnpm dev sets it for you)' }),
+      /** Fulfilment on RabbitMQ (amqp://) or NATS JetStream (nats://): the outbox, relayed by the worker. */
+      ...queueEnvShape,
       PROVIDER_URL: z.url().default('http://127.0.0.1:4000'),
       /** The provider API key (`Authorization: Bearer`), the same value the provider is started with. */
       PROVIDER_SECRET_KEY: production

@@ -1,4 +1,5 @@
 /** The worker's environment, parsed once at start. A bad or missing value stops the worker with its name. */
+import { queueEnvShape, queueSettingsOf } from '@idem/broker';
 import { describeZodError, fulfilmentEnvShape, intFromEnv, numberFromEnv } from '@idem/jobs';
 import { z } from 'zod';
 
@@ -23,6 +24,8 @@ const envSchema = z.object({
       .default('pgboss'),
   ),
   ...fulfilmentEnvShape,
+  /** Fulfilment on RabbitMQ (amqp://) or NATS JetStream (nats://) instead of pg-boss; the web app needs the same. */
+  ...queueEnvShape,
   WORKER_FULFILMENT_CONCURRENCY: intFromEnv(1, 2),
   WORKER_POLLING_INTERVAL_SECONDS: numberFromEnv(0.5, 2),
   WORKER_MAINTENANCE_INTERVAL_SECONDS: intFromEnv(1, 10),
@@ -46,6 +49,8 @@ export interface WorkerEnv {
   schema: string;
   fulfilment: { expireInSeconds: number; retryLimit: number; retryDelaySeconds: number };
   fulfilmentConcurrency: number;
+  /** Fulfilment's broker; undefined: pg-boss. */
+  queue: { url: string; namespace: string } | undefined;
   pollingIntervalSeconds: number;
   maintenanceIntervalSeconds: number;
   shutdownGraceSeconds: number;
@@ -80,6 +85,7 @@ export function parseWorkerEnv(source: NodeJS.ProcessEnv = process.env): WorkerE
       retryDelaySeconds: env.FULFILMENT_RETRY_DELAY_SECONDS,
     },
     fulfilmentConcurrency: env.WORKER_FULFILMENT_CONCURRENCY,
+    queue: queueSettingsOf(env),
     pollingIntervalSeconds: env.WORKER_POLLING_INTERVAL_SECONDS,
     maintenanceIntervalSeconds: env.WORKER_MAINTENANCE_INTERVAL_SECONDS,
     shutdownGraceSeconds: env.WORKER_SHUTDOWN_GRACE_SECONDS,

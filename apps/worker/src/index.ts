@@ -11,6 +11,7 @@ import { createProviderClient, type RefundingPaymentProvider } from '@idem/payme
 import type { WorkerEnv } from './env.ts';
 import { DEFAULT_CLEANUP_CRON, scheduleCleanup, workCleanup } from './jobs/cleanup.ts';
 import { workFulfilment } from './jobs/fulfilment.ts';
+import { type BrokerFulfilment, startBrokerFulfilment } from './jobs/fulfilment-broker.ts';
 import {
   DEFAULT_RECONCILE_CRON,
   fulfilmentEnqueuer,
@@ -27,8 +28,13 @@ export interface WorkerOptions {
   schema?: string;
   /** Expiry/retries of the fulfilment queue (the worker applies them to the queue at start). */
   fulfilment?: FulfilmentQueueSettings;
-  /** Parallel fulfilment loops. Default 2. */
+  /** Parallel fulfilment loops (on a broker: messages handled at once). Default 2. */
   fulfilmentConcurrency?: number;
+  /**
+   * Fulfilment on a message broker instead of pg-boss: `url` amqp://… (RabbitMQ) or nats://… (NATS JetStream).
+   * The web app must be given the same QUEUE_URL, so that it writes fulfilment to the outbox this worker relays.
+   */
+  queue?: { url: string; namespace?: string; retryDelayMs?: number };
   /** How often an idle loop polls for a job. Default 2 s (minimum 0.5). */
   pollingIntervalSeconds?: number;
   /** How often pg-boss expires jobs whose worker died (→ redelivery). Default 10 s. */
@@ -54,6 +60,8 @@ export interface RunningWorker {
   boss: PgBoss;
   db: Database;
   queues: string[];
+  /** Fulfilment's broker connection and outbox, when `queue` was given. */
+  broker?: BrokerFulfilment;
   /** Stops taking jobs, waits up to `graceSeconds` (default 10) for running ones, then closes connections. */
   stop(options?: { graceSeconds?: number }): Promise<void>;
 }
@@ -62,6 +70,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const log = options.log ?? consoleLogger;
   const db = options.db ?? createPrismaClient({ connectionString: options.databaseUrl, max: 5 });
   let boss: PgBoss | undefined;
+  let broker: BrokerFulfilment | undefined;
   try {
     boss = await startJobQueue(options.databaseUrl, {
       role: 'worker',
@@ -72,11 +81,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       onError: (message, error) => log.error(message, error),
     });
     const pollingIntervalSeconds = options.pollingIntervalSeconds ?? 2;
-    await workFulfilment(boss, db, {
-      concurrency: options.fulfilmentConcurrency ?? 2,
-      pollingIntervalSeconds,
-      log,
-    });
+    const concurrency = options.fulfilmentConcurrency ?? 2;
+    if (options.queue) broker = await startBrokerFulfilment(db, { ...options.queue, concurrency, log });
+    else await workFulfilment(boss, db, { concurrency, pollingIntervalSeconds, log });
     await workCleanup(boss, db, { ...options.cleanup, log, pollingIntervalSeconds });
     await scheduleCleanup(
       boss,
@@ -90,8 +97,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         {
           db,
           provider,
-          enqueueFulfilment: fulfilmentEnqueuer(boss),
-          fulfilmentJobStates: fulfilmentJobStatesOf(boss),
+          enqueueFulfilment: broker?.enqueueFulfilment ?? fulfilmentEnqueuer(boss),
+          fulfilmentJobStates: broker?.fulfilmentJobStates ?? fulfilmentJobStatesOf(boss),
           log,
         },
         { ...options.reconcile, pollingIntervalSeconds },
@@ -102,19 +109,24 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       );
     }
   } catch (error) {
+    await broker?.stop().catch(() => {});
     await boss?.stop({ graceful: false }).catch(() => {});
     if (!options.db) await db.$disconnect().catch(() => {});
     throw error;
   }
 
   const running = boss;
+  const onBroker = broker;
   let stopping: Promise<void> | undefined;
   return {
     boss: running,
     db,
-    queues: [Queue.fulfilment, Queue.cleanup, Queue.reconcile],
+    queues: onBroker ? [Queue.cleanup, Queue.reconcile] : [Queue.fulfilment, Queue.cleanup, Queue.reconcile],
+    ...(onBroker ? { broker: onBroker } : {}),
     stop({ graceSeconds = 10 } = {}) {
       stopping ??= (async () => {
+        // The broker first: no new message is taken, the ones being handled finish (or are redelivered).
+        await onBroker?.stop();
         // graceful: stop polling, wait for running handlers up to the timeout, then fail what is still active
         // (→ retried by another worker) and close pg-boss's pool; resolves once all of that is done.
         await running.stop({ graceful: true, timeout: Math.max(1, graceSeconds) * 1000 });
@@ -132,6 +144,7 @@ export function workerOptionsFromEnv(env: WorkerEnv, log: Logger = consoleLogger
     schema: env.schema,
     fulfilment: env.fulfilment,
     fulfilmentConcurrency: env.fulfilmentConcurrency,
+    ...(env.queue ? { queue: env.queue } : {}),
     pollingIntervalSeconds: env.pollingIntervalSeconds,
     maintenanceIntervalSeconds: env.maintenanceIntervalSeconds,
     cleanupCron: env.cleanupCron,

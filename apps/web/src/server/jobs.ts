@@ -1,7 +1,9 @@
 import 'server-only';
+import { fulfilmentOutbox } from '@idem/broker/outbox';
 import type { Prisma } from '@idem/db';
 import { enqueueFulfilment, prismaTransactionDb, startJobQueue } from '@idem/jobs';
 import { env } from '~/env';
+import { db } from './db.ts';
 import { logger } from './observability/log.ts';
 
 type JobQueue = Awaited<ReturnType<typeof startJobQueue>>;
@@ -30,8 +32,12 @@ export function warmJobQueue(): void {
 
 /**
  * Queues fulfilment of `orderId` inside `tx`, the transaction that made it paid (a request's, a webhook's):
- * the job exists if and only if that transaction commits.
+ * the job (pg-boss) or the message (the outbox, with QUEUE_URL) exists if and only if that transaction commits.
  */
 export async function enqueueFulfilmentIn(orderId: string, tx: Prisma.TransactionClient): Promise<void> {
-  await enqueueFulfilment(await jobQueue(), orderId, prismaTransactionDb(tx));
+  if (env.QUEUE_URL) await brokerMessages.enqueue(orderId, tx);
+  else await enqueueFulfilment(await jobQueue(), orderId, prismaTransactionDb(tx));
 }
+
+/** With QUEUE_URL: fulfilment is a message in the outbox, which the worker relays to the broker. */
+const brokerMessages = fulfilmentOutbox(db);

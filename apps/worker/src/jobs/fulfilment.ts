@@ -14,9 +14,13 @@
  *   (order_id, 'receipt') and does nothing.
  * Two deliveries at once: the second UPDATE waits on the first's row lock, then finds `shipped` and updates
  * nothing; the second receipt insert waits on the first's unique-index entry, then does nothing.
+ *
+ * On a broker (QUEUE_URL), `fulfilOrderIn(tx, …)` runs the same steps in ONE transaction, the message's: they
+ * commit with its inbox row (@idem/idempotency/consumer) or not at all.
  */
 import { incrementCounterSql, WorkerCounter } from '@idem/contracts';
 import type { Database, OrderStatus } from '@idem/db';
+import type { PrismaTransactionLike } from '@idem/idempotency/prisma';
 import {
   type FulfilmentJob,
   fulfilmentJobSchema,
@@ -45,11 +49,36 @@ export interface FulfilmentResult {
   note: string;
 }
 
-export async function fulfilOrder(
+/**
+ * Where the steps run: `queries` for reads and single statements, `transaction` for tx 1. A job runs each step
+ * in a transaction of its own; a broker message runs them all in its transaction.
+ */
+type Queries = PrismaTransactionLike<Database>;
+interface Steps {
+  queries: Queries;
+  transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T>;
+}
+
+/** A pg-boss job's fulfilment: each step commits on its own (see above). */
+export function fulfilOrder(
   db: Database,
   orderId: string,
   options: FulfilOptions = {},
 ): Promise<FulfilmentResult> {
+  return fulfil({ queries: db, transaction: (fn) => db.$transaction(fn) }, orderId, options);
+}
+
+/** A broker message's fulfilment: every step in `tx`, which commits with the message's inbox row. */
+export function fulfilOrderIn(
+  tx: Queries,
+  orderId: string,
+  options: FulfilOptions = {},
+): Promise<FulfilmentResult> {
+  return fulfil({ queries: tx, transaction: (fn) => fn(tx) }, orderId, options);
+}
+
+async function fulfil(steps: Steps, orderId: string, options: FulfilOptions): Promise<FulfilmentResult> {
+  const db = steps.queries;
   const log = options.log ?? consoleLogger;
   const done = (result: Omit<FulfilmentResult, 'orderId'>): FulfilmentResult => {
     log.info(`fulfilment ${orderId}: ${result.note}`);
@@ -64,7 +93,7 @@ export async function fulfilOrder(
   let status = found;
   let shipmentCreated = false;
   if (status === 'paid') {
-    shipmentCreated = await shipPaidOrder(db, orderId);
+    shipmentCreated = await shipPaidOrder(steps, orderId);
     // Not shipped by us: another delivery got there first (→ shipped) or the order moved on (e.g. refunded).
     status = shipmentCreated ? 'shipped' : await currentStatus(db, orderId);
   }
@@ -93,14 +122,14 @@ export async function fulfilOrder(
   return done({ found, shipmentCreated, receiptCreated, note: parts.join('; ') });
 }
 
-async function currentStatus(db: Database, orderId: string): Promise<OrderStatus> {
+async function currentStatus(db: Queries, orderId: string): Promise<OrderStatus> {
   const order = await db.order.findUniqueOrThrow({ where: { id: orderId }, select: { status: true } });
   return order.status;
 }
 
 /** tx 1: the status change and the shipment commit together, or neither does. */
-async function shipPaidOrder(db: Database, orderId: string): Promise<boolean> {
-  return db.$transaction(async (tx) => {
+async function shipPaidOrder(steps: Steps, orderId: string): Promise<boolean> {
+  return steps.transaction(async (tx) => {
     // Absolute and forward-only: only a `paid` order becomes `shipped`; the row lock serialises deliveries.
     const updated = await tx.$executeRaw`
       update orders set status = 'shipped' where id = ${orderId}::uuid and status = 'paid'`;
@@ -118,7 +147,7 @@ async function shipPaidOrder(db: Database, orderId: string): Promise<boolean> {
  * (`nothingShippedHere`), the delivery was a duplicate the unique keys absorbed: the same statement counts it in
  * `operational_counters` (job_duplicates_dropped), so the count commits if and only if the delivery's last step did.
  */
-async function writeReceipt(db: Database, orderId: string, nothingShippedHere: boolean): Promise<boolean> {
+async function writeReceipt(db: Queries, orderId: string, nothingShippedHere: boolean): Promise<boolean> {
   const order = await db.order.findUniqueOrThrow({
     where: { id: orderId },
     select: {
