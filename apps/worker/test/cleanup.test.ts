@@ -33,7 +33,7 @@ afterAll(async () => {
 async function privateTables() {
   const schema = uniqueName('t_cleanup');
   await db.$executeRawUnsafe(`create schema "${schema}"`);
-  for (const table of ['idempotency_keys', 'processed_events', 'idempotency_stats'])
+  for (const table of ['idempotency_keys', 'processed_events', 'idempotency_stats', 'idempotency_outbox'])
     await db.$executeRawUnsafe(`create table "${schema}"."${table}" (like public."${table}" including all)`);
   const options = encodeURIComponent(`-c search_path=${schema},public`);
   const privateDb = createPrismaClient({
@@ -49,6 +49,7 @@ async function privateTables() {
     idempotencyKeysTable: `"${schema}".idempotency_keys`,
     processedEventsTable: `"${schema}".processed_events`,
     outcomeStatsTable: `"${schema}".idempotency_stats`,
+    outboxTable: `"${schema}".idempotency_outbox`,
   };
 }
 
@@ -124,7 +125,7 @@ describe('runCleanup', () => {
     expect(await keyCounts(tables)).toEqual({ expiredLiveLease: 2, liveCompleted: 5, liveProcessing: 1 });
     expect(await eventAges(tables)).toEqual([1, 1, 1, 1, 71, 71]);
     expect(formatCleanupSummary(summary)).toMatch(
-      /^cleanup: deleted 7 expired idempotency keys \(3 batch\(es\)\) and 5 processed events older than 72 h \(2 batch\(es\)\) and 0 old outcome-stat rows in \d+\.\d\d s$/,
+      /^cleanup: deleted 7 expired idempotency keys \(3 batch\(es\)\) and 5 processed events older than 72 h \(2 batch\(es\)\) and 0 sent outbox messages older than that and 0 old outcome-stat rows in \d+\.\d\d s$/,
     );
 
     // Nothing left to do: a second run deletes nothing.
@@ -147,6 +148,26 @@ describe('runCleanup', () => {
     );
     expect(left?.n).toBe(2);
     expect(formatCleanupSummary(summary)).toContain('1 old outcome-stat rows');
+  });
+
+  it('deletes outbox messages sent longer ago than the retention; keeps recent and unsent ones', async () => {
+    const tables = await privateTables();
+    await db.$executeRawUnsafe(
+      `insert into ${tables.outboxTable} (id, type, destination, body, sent_at)
+       select 'm-' || n, 'fulfilment', 'fulfilment', '{}', case
+         when n <= 5 then now() - interval '73 hours'   -- sent before the retention → deleted
+         when n <= 7 then now() - interval '71 hours'   -- sent within it → kept
+         else null end                                   -- never sent (the broker away) → kept, however old
+       from generate_series(1, 9) as n`,
+    );
+    await db.$executeRawUnsafe(`update ${tables.outboxTable} set created_at = now() - interval '100 hours'`);
+    const summary = await runCleanup(tables.db, { batchSize: 2 });
+    expect(summary.sentMessages).toBe(5);
+    const left = await db.$queryRawUnsafe<Array<{ id: string }>>(
+      `select id from ${tables.outboxTable} order by id`,
+    );
+    expect(left.map((row) => row.id)).toEqual(['m-6', 'm-7', 'm-8', 'm-9']);
+    expect(formatCleanupSummary(summary)).toContain('5 sent outbox messages older than that');
   });
 
   it('honours the retention: 24 h deletes the 71 h old events too', async () => {

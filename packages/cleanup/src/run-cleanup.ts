@@ -1,6 +1,7 @@
 /**
  * The shop's retention run: expired idempotency keys (never one whose lease is live: the library's
- * `deleteExpired`), processed events older than the retention, and old per-minute outcome counts. Keys and events
+ * `deleteExpired`) — the broker consumer's inbox rows among them —, processed events and broker messages already
+ * sent (the outbox, with QUEUE_URL) older than the retention, and old per-minute outcome counts. Keys and events
  * delete in short batches of `ctid IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`: no long lock, and two runs at
  * once split the rows instead of waiting on (or double-counting) each other.
  *
@@ -14,6 +15,7 @@
 
 import { incrementCounter, incrementCounterSql, WorkerCounter } from '@idem/contracts';
 import type { Database } from '@idem/db';
+import { createOutbox } from '@idem/idempotency/consumer';
 import { type CleanupResult, createIdempotencyKeyOperations } from '@idem/idempotency/prisma';
 
 export const DEFAULT_PROCESSED_EVENTS_RETENTION_HOURS = 72;
@@ -29,7 +31,7 @@ export interface CleanupOptions {
   batchSize?: number;
   /**
    * Processed events younger than this are kept. Default 72 h: a webhook redelivered within the provider's
-   * retry window (Stripe: 3 days) must still find its event row.
+   * retry window (Stripe: 3 days) must still find its event row. Sent outbox messages are kept as long.
    */
   processedEventsRetentionHours?: number;
   /** Per-minute outcome counts (the admin dashboard's charts) older than this are deleted. Default 30 days. */
@@ -39,6 +41,8 @@ export interface CleanupOptions {
 export interface CleanupSummary {
   idempotencyKeys: CleanupResult;
   processedEvents: CleanupResult;
+  /** Outbox messages sent more than `retentionHours` ago. */
+  sentMessages: number;
   retentionHours: number;
   /** Rows of per-minute outcome counts deleted (older than `outcomeStatsRetentionDays`). */
   outcomeStats: number;
@@ -56,11 +60,19 @@ export async function runCleanup(db: Database, options: CleanupOptions = {}): Pr
     onBatch: (tx, deleted) => incrementCounter(tx, WorkerCounter.keysRemoved, deleted),
   });
   const processedEvents = await deleteOldProcessedEvents(db, { batchSize, retentionHours });
+  const sentMessages = await deleteSentMessages(db, { batchSize, retentionHours });
   const outcomeStats = await deleteOldOutcomeStats(db, {
     retentionDays: options.outcomeStatsRetentionDays ?? DEFAULT_OUTCOME_STATS_RETENTION_DAYS,
   });
   await incrementCounter(db, WorkerCounter.cleanupRuns);
-  return { idempotencyKeys, processedEvents, retentionHours, outcomeStats, ms: performance.now() - started };
+  return {
+    idempotencyKeys,
+    processedEvents,
+    sentMessages,
+    retentionHours,
+    outcomeStats,
+    ms: performance.now() - started,
+  };
 }
 
 /** The one log line of a run. */
@@ -69,8 +81,23 @@ export function formatCleanupSummary(summary: CleanupSummary): string {
   return (
     `cleanup: deleted ${keys.deleted} expired idempotency keys (${keys.batches} batch(es)) and ` +
     `${events.deleted} processed events older than ${summary.retentionHours} h (${events.batches} batch(es)) ` +
+    `and ${summary.sentMessages} sent outbox messages older than that ` +
     `and ${summary.outcomeStats} old outcome-stat rows in ${(summary.ms / 1000).toFixed(2)} s`
   );
+}
+
+/** The outbox's sent messages older than the retention, `batchSize` rows per statement. */
+async function deleteSentMessages(
+  db: Database,
+  { batchSize, retentionHours }: { batchSize: number; retentionHours: number },
+): Promise<number> {
+  const outbox = createOutbox(db);
+  let deleted = 0;
+  for (;;) {
+    const batch = await outbox.deleteSent(retentionHours * 3600, batchSize);
+    deleted += batch;
+    if (batch < batchSize) return deleted;
+  }
 }
 
 /**
