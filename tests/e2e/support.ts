@@ -207,16 +207,16 @@ export async function flushProviderWebhooks(
 
 /**
  * Runs `use` with a client on the stack's database (a scratch database the e2e stack made), found as the one
- * holding `orderId`: on the embedded server at E2E_PG_PORT, or on DATABASE_URL's server when the stack was given
- * one (other runs' scratch databases may be there too).
+ * holding `orderId`: on the embedded server at `embeddedPort` (default E2E_PG_PORT), or on DATABASE_URL's server
+ * when the stack was given one (other runs' scratch databases may be there too).
  */
 export async function withStackDatabase<T>(
   orderId: string,
   use: (client: pg.Client) => Promise<T>,
+  embeddedPort = process.env.E2E_PG_PORT ?? '54339',
 ): Promise<T> {
   const server = new URL(
-    process.env.DATABASE_URL ??
-      `postgresql://postgres:postgres@127.0.0.1:${process.env.E2E_PG_PORT ?? 54339}/postgres`,
+    process.env.DATABASE_URL ?? `postgresql://postgres:postgres@127.0.0.1:${embeddedPort}/postgres`,
   );
   server.pathname = '/postgres';
   const admin = new pg.Client({ connectionString: server.toString() });

@@ -3,6 +3,7 @@
  * SIGINT/SIGTERM stop it gracefully (running jobs get WORKER_SHUTDOWN_GRACE_SECONDS to finish); a second
  * signal exits at once.
  */
+import { brokerKindOf, redactedQueueUrl } from '@idem/broker';
 import { parseWorkerEnv, WorkerEnvError } from './env.ts';
 import { startWorker, workerOptionsFromEnv } from './index.ts';
 import { consoleLogger as log, messageOf } from './log.ts';
@@ -29,9 +30,12 @@ const reconcile =
   env.reconcileCron === null
     ? 'reconciler schedule off'
     : `reconciler cron "${env.reconcileCron}" UTC, settles after ${env.reconcileSettleAfterSeconds} s`;
+const fulfilment = env.queue
+  ? `fulfilment on ${brokerKindOf(env.queue.url)} ${redactedQueueUrl(env.queue.url)}, namespace ${env.queue.namespace}, ` +
+    `${env.fulfilmentConcurrency} at once`
+  : `fulfilment expiry ${env.fulfilment.expireInSeconds} s, ${env.fulfilmentConcurrency} loop(s)`;
 log.info(
-  `worker ready: queues ${worker.queues.join(', ')} (pg-boss schema ${env.schema}; ` +
-    `fulfilment expiry ${env.fulfilment.expireInSeconds} s, ${env.fulfilmentConcurrency} loop(s); ${cleanup}; ${reconcile})`,
+  `worker ready: queues ${worker.queues.join(', ')} (pg-boss schema ${env.schema}; ${fulfilment}; ${cleanup}; ${reconcile})`,
 );
 
 let stopping = false;

@@ -29,6 +29,27 @@ describe('parseWorkerEnv', () => {
     });
   });
 
+  it('QUEUE_URL puts fulfilment on a broker: amqp(s):// or nats:// / tls://, anything else refused by name', () => {
+    expect(parseWorkerEnv({ DATABASE_URL: url }).queue).toBeUndefined();
+    expect(parseWorkerEnv({ DATABASE_URL: url, QUEUE_URL: '' }).queue).toBeUndefined();
+    expect(parseWorkerEnv({ DATABASE_URL: url, QUEUE_URL: 'amqp://guest:guest@mq:5672' }).queue).toEqual({
+      url: 'amqp://guest:guest@mq:5672',
+      namespace: 'idem',
+    });
+    expect(
+      parseWorkerEnv({ DATABASE_URL: url, QUEUE_URL: 'nats://nats:4222', QUEUE_NAMESPACE: 'shop-eu' }).queue,
+    ).toEqual({ url: 'nats://nats:4222', namespace: 'shop-eu' });
+    expect(() => parseWorkerEnv({ DATABASE_URL: url, QUEUE_URL: 'redis://cache:6379' })).toThrow(
+      /QUEUE_URL: redis: is not a broker Idem knows; use amqp:\/\/ or amqps:\/\/ \(RabbitMQ\), nats:\/\/ or tls:\/\/ \(NATS JetStream\)/,
+    );
+    expect(() => parseWorkerEnv({ DATABASE_URL: url, QUEUE_URL: 'not a url' })).toThrow(
+      /QUEUE_URL: must be a URL/,
+    );
+    expect(() =>
+      parseWorkerEnv({ DATABASE_URL: url, QUEUE_URL: 'nats://n', QUEUE_NAMESPACE: 'Shop.EU' }),
+    ).toThrow(/QUEUE_NAMESPACE: a namespace must be 1–32 of a-z/);
+  });
+
   it('reads every variable; IDEM_CLEANUP_CRON=off means no schedule; blank means default', () => {
     const env = parseWorkerEnv({
       DATABASE_URL: url,

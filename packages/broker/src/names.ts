@@ -21,7 +21,7 @@ export const DEFAULT_NAMESPACE = 'idem';
 export function brokerNames(namespace: string = DEFAULT_NAMESPACE): BrokerNames {
   if (!NAMESPACE.test(namespace))
     throw new RangeError(
-      `QUEUE_NAMESPACE must be 1–32 of a-z, 0-9, _ and -, starting with a letter; got ${JSON.stringify(namespace)}`,
+      `a namespace must be 1–32 of a-z, 0-9, _ and -, starting with a letter; got ${JSON.stringify(namespace)}`,
     );
   return {
     namespace,

@@ -17,12 +17,12 @@ export function brokerKindOf(queueUrl: string): BrokerKind {
   try {
     protocol = new URL(queueUrl).protocol;
   } catch {
-    throw new QueueUrlError('QUEUE_URL must be a URL: amqp://… (RabbitMQ) or nats://… (NATS JetStream)');
+    throw new QueueUrlError('must be a URL: amqp://… (RabbitMQ) or nats://… (NATS JetStream)');
   }
   const kind = KIND_BY_PROTOCOL[protocol];
   if (!kind)
     throw new QueueUrlError(
-      `QUEUE_URL: ${protocol} is not a broker Idem knows; use amqp:// or amqps:// (RabbitMQ), nats:// or tls:// (NATS JetStream)`,
+      `${protocol} is not a broker Idem knows; use amqp:// or amqps:// (RabbitMQ), nats:// or tls:// (NATS JetStream)`,
     );
   return kind;
 }
