@@ -4,10 +4,11 @@
  * QUEUE_URL=amqp://… (RabbitMQ) and one with QUEUE_URL=nats://… (NATS JetStream), each under a namespace of its
  * own. A purchase ends Shipped, and the stack's database shows the way it went: one message in the outbox,
  * marked sent (the relay had the broker's confirm), its id completed in the worker's inbox, and no pg-boss
- * fulfilment job at all.
+ * fulfilment job at all; the admin's key trail shows the message's hops.
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { demoAdmin } from '@idem/dev-db/seed-data';
 import { expect, test } from '@playwright/test';
 import {
   type ManagedProcess,
@@ -67,7 +68,7 @@ for (const broker of BROKERS) {
   test.describe(`fulfilment on ${broker.name} (QUEUE_URL)`, () => {
     test.use({ baseURL: `http://127.0.0.1:${webPort + broker.offset}` });
 
-    test('a purchase ships through the outbox, the broker and the worker inbox; pg-boss carries no fulfilment', async ({
+    test('a purchase ships through the outbox, the broker and the worker inbox; pg-boss carries no fulfilment; the trail shows the hops', async ({
       page,
     }) => {
       await readyToPay(page);
@@ -108,6 +109,23 @@ for (const broker of BROKERS) {
         String(pgPort + broker.offset),
       );
       expect(way).toEqual({ messages: [true], inbox: ['completed'], pgBossJobs: 0 });
+
+      await page.goto('/admin/login');
+      await page.getByLabel('Admin API token').fill(demoAdmin.token);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await expect(page).toHaveURL(/\/admin$/);
+      await page.getByLabel('Search keys').fill(orderId);
+      await page.getByRole('button', { name: 'Search' }).click();
+      const row = page
+        .getByRole('table', { name: 'Keys', exact: true })
+        .getByTestId('key-row')
+        .filter({ hasText: 'matched by order' });
+      await row.getByRole('link').click();
+      const jobs = page.getByTestId('trail-step-5');
+      await expect(jobs).toContainText('1 job');
+      await expect(jobs.getByTestId('jobs')).toContainText(
+        /completed.*broker message: published 20\S+Z, consumed by the worker's inbox 20\S+Z/,
+      );
     });
   });
 }

@@ -111,6 +111,16 @@ describe.each(BROKERS)('fulfilment on $kind (QUEUE_URL)', ({ kind, url, republis
     const effects = await effectsOf(db, order.id);
     expect(effects.shipments).toBe(1);
     expect(effects.receipts[0]?.recipient).toBe(order.email);
+    // The admin trail's view of it: written, published, consumed.
+    expect(await messages.hops(order.id)).toEqual([
+      {
+        id: messageId,
+        enqueuedAt: expect.any(Date),
+        publishedAt: expect.any(Date),
+        consumedAt: expect.any(Date),
+        traceparent: null,
+      },
+    ]);
     expect(log.lines.filter((line) => line.startsWith(`fulfilment ${order.id}:`))).toEqual([
       `fulfilment ${order.id}: shipped; receipt written`,
     ]);

@@ -13,7 +13,12 @@ import { context, propagation } from '@opentelemetry/api';
  * The message type (the inbox's procedure) and its destination in the outbox, which the worker's publisher
  * prefixes with its namespace (names.ts): the web app writes messages without knowing the broker.
  */
-export const FulfilmentMessage = { type: 'fulfilment', destination: 'fulfilment' } as const;
+export const FulfilmentMessage = {
+  type: 'fulfilment',
+  destination: 'fulfilment',
+  /** The worker's consumer: the inbox's scope (the key table's rows of scope `worker`, procedure `fulfilment`). */
+  consumer: 'worker',
+} as const;
 
 /**
  * How long after its publish a message still counts as on its way. A paid order that has not shipped and whose
@@ -31,8 +36,21 @@ export interface FulfilmentOutbox {
    * published), `active` (published within MESSAGE_LIVE_SECONDS), `expired` (published before that).
    */
   states(orderId: string): Promise<string[]>;
+  /** The order's fulfilment messages and their hops, oldest first: for the admin trail. */
+  hops(orderId: string): Promise<FulfilmentMessageHops[]>;
   /** The outbox itself: the relay, its backlog, its cleanup. */
   readonly outbox: Outbox;
+}
+
+/** Where one fulfilment message has been: written, published (the broker confirmed it), consumed (the inbox). */
+export interface FulfilmentMessageHops {
+  id: string;
+  enqueuedAt: Date;
+  publishedAt: Date | null;
+  /** When the worker's inbox row committed, with the shipment and the receipt. */
+  consumedAt: Date | null;
+  /** The paying request's trace (W3C `traceparent`), when it was traced. */
+  traceparent: string | null;
 }
 
 export function fulfilmentOutbox(db: PrismaClientLike): FulfilmentOutbox {
@@ -61,6 +79,34 @@ export function fulfilmentOutbox(db: PrismaClientLike): FulfilmentOutbox {
         MESSAGE_LIVE_SECONDS,
       );
       return rows.map((row) => row.state);
+    },
+    async hops(orderId) {
+      const rows = await db.$queryRawUnsafe<
+        Array<{
+          id: string;
+          created_at: Date;
+          sent_at: Date | null;
+          consumed_at: Date | null;
+          traceparent: string | null;
+        }>
+      >(
+        `select o.id, o.created_at, o.sent_at, k.created_at as consumed_at, o.body::jsonb ->> 'traceparent' as traceparent
+           from idempotency_outbox o
+           left join idempotency_keys k
+             on k.scope = $3 and k.procedure = $1 and k.key = o.id and k.state = 'completed'
+          where o.type = $1 and o.body::jsonb ->> 'orderId' = $2
+          order by o.seq`,
+        FulfilmentMessage.type,
+        orderId,
+        FulfilmentMessage.consumer,
+      );
+      return rows.map((row) => ({
+        id: row.id,
+        enqueuedAt: row.created_at,
+        publishedAt: row.sent_at,
+        consumedAt: row.consumed_at,
+        traceparent: row.traceparent,
+      }));
     },
   };
 }

@@ -5,6 +5,7 @@
 export { type QueueEnv, queueEnvShape, queueSettingsOf } from './env.ts';
 export {
   FulfilmentMessage,
+  type FulfilmentMessageHops,
   type FulfilmentOutbox,
   fulfilmentOutbox,
   MESSAGE_LIVE_SECONDS,

@@ -37,6 +37,6 @@ export async function findFulfilmentJobs(boss: PgBoss, orderId: string): Promise
 }
 
 /** The trace id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), or null. */
-function traceIdOf(traceparent: string | undefined): string | null {
+export function traceIdOf(traceparent: string | null | undefined): string | null {
   return traceparent?.match(/^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/)?.[1] ?? null;
 }

@@ -3,7 +3,7 @@
 export { Queue, type QueueName } from '@idem/contracts';
 export type { Db, Job, JobWithMetadata, PgBoss } from 'pg-boss';
 export { DEFAULT_SCHEMA, type JobQueueOptions, type JobQueueRole, startJobQueue } from './boss.ts';
-export { type FulfilmentJobRecord, findFulfilmentJobs } from './find-jobs.ts';
+export { type FulfilmentJobRecord, findFulfilmentJobs, traceIdOf } from './find-jobs.ts';
 export {
   enqueueFulfilment,
   type FulfilmentJob,

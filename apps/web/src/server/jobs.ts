@@ -35,9 +35,9 @@ export function warmJobQueue(): void {
  * the job (pg-boss) or the message (the outbox, with QUEUE_URL) exists if and only if that transaction commits.
  */
 export async function enqueueFulfilmentIn(orderId: string, tx: Prisma.TransactionClient): Promise<void> {
-  if (env.QUEUE_URL) await brokerMessages.enqueue(orderId, tx);
+  if (env.QUEUE_URL) await brokerFulfilmentMessages.enqueue(orderId, tx);
   else await enqueueFulfilment(await jobQueue(), orderId, prismaTransactionDb(tx));
 }
 
 /** With QUEUE_URL: fulfilment is a message in the outbox, which the worker relays to the broker. */
-const brokerMessages = fulfilmentOutbox(db);
+export const brokerFulfilmentMessages = fulfilmentOutbox(db);

@@ -7,6 +7,7 @@ import {
   type Broker,
   brokerNames,
   connectBroker,
+  FulfilmentMessage,
   type FulfilmentOutbox,
   fulfilmentOutbox,
 } from '@idem/broker';
@@ -58,7 +59,7 @@ export async function startBrokerFulfilment(
   const messages = fulfilmentOutbox(db);
   const consumer = createIdempotentConsumer<PrismaTransactionLike<Database>, FulfilmentJob>({
     store: createPrismaIdempotencyStore<Database>(db),
-    name: 'worker',
+    name: FulfilmentMessage.consumer,
     maxDeliveries: options.maxDeliveries ?? 10,
     backoff: { initialMs: options.retryDelayMs ?? 1_000 },
     decode: (body) => fulfilmentJobSchema.parse(JSON.parse(Buffer.from(body).toString('utf8'))),

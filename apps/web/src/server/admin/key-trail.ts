@@ -5,7 +5,8 @@
  *   ② API request     its key row (state, lease, replays) and any admin evictions of it
  *   ③ provider charge our payment row, the key we sent the processor, and the charges it holds for the order
  *   ④ webhook events  the processor's events for those charges, their delivery attempts, our processed_events
- *   ⑤ jobs            pg-boss fulfilment jobs for the order, the shipment and the outbox emails
+ *   ⑤ jobs            pg-boss fulfilment jobs for the order — or, with QUEUE_URL, its broker messages' hops
+ *                     (outbox → published → consumed by the worker's inbox) —, the shipment and the outbox emails
  *
  * Only `checkout.placeOrder` has ③–⑤; its order id is derived from (scope, key, fingerprint). The processor is
  * asked through its API (as a real one would be) and pg-boss through @idem/jobs; when either cannot be reached
@@ -13,10 +14,10 @@
  */
 import { providerChargeKey } from '@idem/contracts';
 import type { Database, Prisma } from '@idem/db';
-import { type FulfilmentJobRecord, findFulfilmentJobs } from '@idem/jobs';
+import { type FulfilmentJobRecord, findFulfilmentJobs, traceIdOf } from '@idem/jobs';
 import { env } from '~/env';
 import type { KeyRef } from '~/lib/key-ref';
-import { jobQueue } from '../jobs.ts';
+import { brokerFulfilmentMessages, jobQueue } from '../jobs.ts';
 import { logger } from '../observability/log.ts';
 import { orderIdForIntent } from '../services/place-order.ts';
 import { type KeyView, keyOperations, toKeyView } from './key-rows.ts';
@@ -37,8 +38,27 @@ export interface KeyTrailSources {
 function defaultSources(): KeyTrailSources {
   return {
     provider: createProviderReader({ baseUrl: env.PROVIDER_URL, secretKey: env.PROVIDER_SECRET_KEY }),
-    fulfilmentJobs: async (orderId) => findFulfilmentJobs(await jobQueue(), orderId),
+    fulfilmentJobs: env.QUEUE_URL
+      ? brokerMessageRecords
+      : async (orderId) => findFulfilmentJobs(await jobQueue(), orderId),
   };
+}
+
+/** With QUEUE_URL: the order's broker messages, each as a job whose note tells its hops. */
+async function brokerMessageRecords(orderId: string): Promise<FulfilmentJobRecord[]> {
+  const at = (date: Date | null) => (date ? date.toISOString() : 'not yet');
+  return (await brokerFulfilmentMessages.hops(orderId)).map((message) => ({
+    id: message.id,
+    state: message.consumedAt ? 'completed' : message.publishedAt ? 'active' : 'created',
+    retryCount: 0,
+    createdOn: message.enqueuedAt,
+    startedOn: message.publishedAt,
+    completedOn: message.consumedAt,
+    output: {
+      note: `broker message: published ${at(message.publishedAt)}, consumed by the worker's inbox ${at(message.consumedAt)}`,
+    },
+    traceId: traceIdOf(message.traceparent),
+  }));
 }
 
 export interface AuditEventView {
