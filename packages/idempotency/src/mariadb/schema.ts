@@ -22,74 +22,26 @@ import {
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import { bareMariadbTableName, MARIADB_KEY_COLUMN_BYTES, quoteMariadbTable } from './sql.ts';
 
+const bytes = (length: number) =>
+  ({ sqlType: `VARBINARY(${length})`, prismaType: 'Bytes', native: `@db.VarBinary(${length})` }) as const;
+const DATETIME = { sqlType: 'DATETIME(6)', prismaType: 'DateTime', native: '@db.DateTime(6)' } as const;
+
 const COLUMNS: DialectColumns = {
   scope: {
-    sqlType: `VARBINARY(${MARIADB_KEY_COLUMN_BYTES.scope})`,
-    prismaType: 'Bytes',
-    prismaAttributes: [`@db.VarBinary(${MARIADB_KEY_COLUMN_BYTES.scope})`],
+    ...bytes(MARIADB_KEY_COLUMN_BYTES.scope),
     doc: 'UTF-8 bytes, compared exactly (no collation: case and trailing spaces count).',
   },
-  procedure: {
-    sqlType: `VARBINARY(${MARIADB_KEY_COLUMN_BYTES.procedure})`,
-    prismaType: 'Bytes',
-    prismaAttributes: [`@db.VarBinary(${MARIADB_KEY_COLUMN_BYTES.procedure})`],
-  },
-  key: {
-    sqlType: `VARBINARY(${MARIADB_KEY_COLUMN_BYTES.key})`,
-    prismaType: 'Bytes',
-    prismaAttributes: [`@db.VarBinary(${MARIADB_KEY_COLUMN_BYTES.key})`],
-  },
-  fingerprint: {
-    sqlType: 'CHAR(64)',
-    prismaType: 'String',
-    prismaAttributes: ['@db.Char(64)'],
-    doc: 'SHA-256 of the canonical JSON (RFC 8785) of procedure path + input.',
-  },
-  state: {
-    sqlType: 'VARCHAR(16)',
-    prismaType: 'String',
-    prismaAttributes: ['@db.VarChar(16)'],
-    doc: 'processing | completed',
-  },
-  response: {
-    sqlType: 'MEDIUMTEXT',
-    prismaType: 'String',
-    prismaAttributes: ['@db.MediumText'],
-    doc: 'The stored response (JSON text: output serialized by the tRPC transformer, or the error shape).',
-  },
-  http_status: {
-    sqlType: 'INT',
-    prismaType: 'Int',
-    prismaAttributes: ['@map("http_status")'],
-  },
-  lease_owner: {
-    sqlType: 'CHAR(36)',
-    prismaType: 'String',
-    prismaAttributes: ['@map("lease_owner")', '@db.Char(36)'],
-    doc: 'External mode: the lease. Completion and release must present the owner token (fencing).',
-  },
-  locked_until: {
-    sqlType: 'DATETIME(6)',
-    prismaType: 'DateTime',
-    prismaAttributes: ['@map("locked_until")', '@db.DateTime(6)'],
-    doc: 'UTC, like every time in this table.',
-  },
-  created_at: {
-    sqlType: 'DATETIME(6)',
-    prismaType: 'DateTime',
-    prismaAttributes: ['@map("created_at")', '@db.DateTime(6)'],
-  },
-  expires_at: {
-    sqlType: 'DATETIME(6)',
-    prismaType: 'DateTime',
-    prismaAttributes: ['@map("expires_at")', '@db.DateTime(6)'],
-  },
-  replay_count: {
-    sqlType: 'INT',
-    sqlDefault: '0',
-    prismaType: 'Int',
-    prismaAttributes: ['@default(0)', '@map("replay_count")'],
-  },
+  procedure: bytes(MARIADB_KEY_COLUMN_BYTES.procedure),
+  key: bytes(MARIADB_KEY_COLUMN_BYTES.key),
+  fingerprint: { sqlType: 'CHAR(64)', prismaType: 'String', native: '@db.Char(64)' },
+  state: { sqlType: 'VARCHAR(16)', prismaType: 'String', native: '@db.VarChar(16)' },
+  response: { sqlType: 'MEDIUMTEXT', prismaType: 'String', native: '@db.MediumText' },
+  http_status: { sqlType: 'INT', prismaType: 'Int' },
+  lease_owner: { sqlType: 'CHAR(36)', prismaType: 'String', native: '@db.Char(36)' },
+  locked_until: { ...DATETIME, doc: 'UTC, like every time in this table.' },
+  created_at: DATETIME,
+  expires_at: DATETIME,
+  replay_count: { sqlType: 'INT', prismaType: 'Int' },
 };
 
 interface Index {

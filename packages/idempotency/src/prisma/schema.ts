@@ -13,73 +13,26 @@ import {
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import { bareTableName, quoteTable } from './sql.ts';
 
+const TEXT = { sqlType: 'TEXT', prismaType: 'String' } as const;
+const TIMESTAMP = {
+  sqlType: 'TIMESTAMPTZ(6)',
+  prismaType: 'DateTime',
+  native: '@db.Timestamptz(6)',
+} as const;
+
 const COLUMNS: DialectColumns = {
-  scope: {
-    sqlType: 'TEXT',
-    prismaType: 'String',
-    prismaAttributes: [],
-  },
-  procedure: {
-    sqlType: 'TEXT',
-    prismaType: 'String',
-    prismaAttributes: [],
-  },
-  key: {
-    sqlType: 'VARCHAR(255)',
-    prismaType: 'String',
-    prismaAttributes: ['@db.VarChar(255)'],
-  },
-  fingerprint: {
-    sqlType: 'CHAR(64)',
-    prismaType: 'String',
-    prismaAttributes: ['@db.Char(64)'],
-    doc: 'SHA-256 of the canonical JSON (RFC 8785) of procedure path + input.',
-  },
-  state: {
-    sqlType: 'TEXT',
-    prismaType: 'String',
-    prismaAttributes: [],
-    doc: 'processing | completed',
-  },
-  response: {
-    sqlType: 'TEXT',
-    prismaType: 'String',
-    prismaAttributes: [],
-    doc: 'The stored response (JSON text: output serialized by the tRPC transformer, or the error shape).',
-  },
-  http_status: {
-    sqlType: 'INTEGER',
-    prismaType: 'Int',
-    prismaAttributes: ['@map("http_status")'],
-  },
-  lease_owner: {
-    sqlType: 'UUID',
-    prismaType: 'String',
-    prismaAttributes: ['@map("lease_owner")', '@db.Uuid'],
-    doc: 'External mode: the lease. Completion and release must present the owner token (fencing).',
-  },
-  locked_until: {
-    sqlType: 'TIMESTAMPTZ(6)',
-    prismaType: 'DateTime',
-    prismaAttributes: ['@map("locked_until")', '@db.Timestamptz(6)'],
-  },
-  created_at: {
-    sqlType: 'TIMESTAMPTZ(6)',
-    sqlDefault: 'CURRENT_TIMESTAMP',
-    prismaType: 'DateTime',
-    prismaAttributes: ['@default(now())', '@map("created_at")', '@db.Timestamptz(6)'],
-  },
-  expires_at: {
-    sqlType: 'TIMESTAMPTZ(6)',
-    prismaType: 'DateTime',
-    prismaAttributes: ['@map("expires_at")', '@db.Timestamptz(6)'],
-  },
-  replay_count: {
-    sqlType: 'INTEGER',
-    sqlDefault: '0',
-    prismaType: 'Int',
-    prismaAttributes: ['@default(0)', '@map("replay_count")'],
-  },
+  scope: TEXT,
+  procedure: TEXT,
+  key: { sqlType: 'VARCHAR(255)', prismaType: 'String', native: '@db.VarChar(255)' },
+  fingerprint: { sqlType: 'CHAR(64)', prismaType: 'String', native: '@db.Char(64)' },
+  state: TEXT,
+  response: TEXT,
+  http_status: { sqlType: 'INTEGER', prismaType: 'Int' },
+  lease_owner: { sqlType: 'UUID', prismaType: 'String', native: '@db.Uuid' },
+  locked_until: TIMESTAMP,
+  created_at: { ...TIMESTAMP, sqlDefault: 'CURRENT_TIMESTAMP', prismaDefault: 'now()' },
+  expires_at: TIMESTAMP,
+  replay_count: { sqlType: 'INTEGER', prismaType: 'Int' },
 };
 
 interface Index {

@@ -14,72 +14,22 @@ import {
 } from '../stores/key-table.ts';
 import { quoteSqliteTable } from './sql.ts';
 
+const TEXT = { sqlType: 'TEXT', prismaType: 'String' } as const;
+const DATETIME = { sqlType: 'DATETIME', prismaType: 'DateTime' } as const;
+
 const COLUMNS: DialectColumns = {
-  scope: {
-    sqlType: 'TEXT',
-    prismaType: 'String',
-    prismaAttributes: [],
-  },
-  procedure: {
-    sqlType: 'TEXT',
-    prismaType: 'String',
-    prismaAttributes: [],
-  },
-  key: {
-    sqlType: 'TEXT',
-    prismaType: 'String',
-    prismaAttributes: [],
-  },
-  fingerprint: {
-    sqlType: 'TEXT',
-    prismaType: 'String',
-    prismaAttributes: [],
-    doc: 'SHA-256 of the canonical JSON (RFC 8785) of procedure path + input.',
-  },
-  state: {
-    sqlType: 'TEXT',
-    prismaType: 'String',
-    prismaAttributes: [],
-    doc: 'processing | completed',
-  },
-  response: {
-    sqlType: 'TEXT',
-    prismaType: 'String',
-    prismaAttributes: [],
-    doc: 'The stored response (JSON text: output serialized by the tRPC transformer, or the error shape).',
-  },
-  http_status: {
-    sqlType: 'INTEGER',
-    prismaType: 'Int',
-    prismaAttributes: ['@map("http_status")'],
-  },
-  lease_owner: {
-    sqlType: 'TEXT',
-    prismaType: 'String',
-    prismaAttributes: ['@map("lease_owner")'],
-    doc: 'External mode: the lease. Completion and release must present the owner token (fencing).',
-  },
-  locked_until: {
-    sqlType: 'DATETIME',
-    prismaType: 'DateTime',
-    prismaAttributes: ['@map("locked_until")'],
-  },
-  created_at: {
-    sqlType: 'DATETIME',
-    prismaType: 'DateTime',
-    prismaAttributes: ['@map("created_at")'],
-  },
-  expires_at: {
-    sqlType: 'DATETIME',
-    prismaType: 'DateTime',
-    prismaAttributes: ['@map("expires_at")'],
-  },
-  replay_count: {
-    sqlType: 'INTEGER',
-    sqlDefault: '0',
-    prismaType: 'Int',
-    prismaAttributes: ['@default(0)', '@map("replay_count")'],
-  },
+  scope: TEXT,
+  procedure: TEXT,
+  key: TEXT,
+  fingerprint: TEXT,
+  state: TEXT,
+  response: TEXT,
+  http_status: { sqlType: 'INTEGER', prismaType: 'Int' },
+  lease_owner: TEXT,
+  locked_until: DATETIME,
+  created_at: DATETIME,
+  expires_at: DATETIME,
+  replay_count: { sqlType: 'INTEGER', prismaType: 'Int' },
 };
 
 interface Index {

@@ -1,59 +1,105 @@
 /**
- * The key table's columns, written once for every database: their names and order, their Prisma field names,
- * which may be null, and the primary key. Each dialect's schema (prisma/, mariadb/, sqlite/) gives each column its
- * types and nothing else, and renders the table with the helpers below.
+ * The key table's columns, written once for every database: their names and order, their Prisma field names
+ * (a field named otherwise than its column gets its `@map`), which may be null, their doc comments, the defaults
+ * they share, and the primary key. Each dialect's schema (prisma/, mariadb/, sqlite/) gives each column its types
+ * and what differs there, and renders the table with the helpers below.
  */
 
 export const KEY_COLUMNS = [
   { name: 'scope', prismaField: 'scope', notNull: true },
   { name: 'procedure', prismaField: 'procedure', notNull: true },
   { name: 'key', prismaField: 'key', notNull: true },
-  { name: 'fingerprint', prismaField: 'fingerprint', notNull: true },
-  { name: 'state', prismaField: 'state', notNull: true },
-  { name: 'response', prismaField: 'response', notNull: false },
+  {
+    name: 'fingerprint',
+    prismaField: 'fingerprint',
+    notNull: true,
+    doc: 'SHA-256 of the canonical JSON (RFC 8785) of procedure path + input.',
+  },
+  { name: 'state', prismaField: 'state', notNull: true, doc: 'processing | completed' },
+  {
+    name: 'response',
+    prismaField: 'response',
+    notNull: false,
+    doc: 'The stored response (JSON text: output serialized by the tRPC transformer, or the error shape).',
+  },
   { name: 'http_status', prismaField: 'httpStatus', notNull: false },
-  { name: 'lease_owner', prismaField: 'leaseOwner', notNull: false },
+  {
+    name: 'lease_owner',
+    prismaField: 'leaseOwner',
+    notNull: false,
+    doc: 'External mode: the lease. Completion and release must present the owner token (fencing).',
+  },
   { name: 'locked_until', prismaField: 'lockedUntil', notNull: false },
   { name: 'created_at', prismaField: 'createdAt', notNull: true },
   { name: 'expires_at', prismaField: 'expiresAt', notNull: true },
-  { name: 'replay_count', prismaField: 'replayCount', notNull: true },
-] as const;
+  { name: 'replay_count', prismaField: 'replayCount', notNull: true, sqlDefault: '0', prismaDefault: '0' },
+] as const satisfies ReadonlyArray<{
+  name: string;
+  prismaField: string;
+  notNull: boolean;
+  /** The Prisma model's doc comment for the field, in every dialect. */
+  doc?: string;
+  sqlDefault?: string;
+  /** What `@default(…)` holds in the Prisma model. */
+  prismaDefault?: string;
+}>;
+
+type KeyColumn = (typeof KEY_COLUMNS)[number];
 
 export type KeyColumnName = (typeof KEY_COLUMNS)[number]['name'];
 
 /** The claim's whole contract: one row per (principal, procedure, key). */
 export const KEY_PRIMARY_KEY = ['scope', 'procedure', 'key'] as const;
 
-/** What a dialect says of one column. */
+/** What a dialect says of one column: its types, and what it adds to the column's definition above. */
 export interface DialectColumn {
   sqlType: string;
-  sqlDefault?: string;
   /** The Prisma scalar type, without `?` (added for a column that may be null). */
   prismaType: string;
-  prismaAttributes: string[];
-  /** The Prisma model's doc comment for the field, if any. */
+  /** The Prisma native type attribute (`@db.…`), if any. */
+  native?: string;
+  sqlDefault?: string;
+  prismaDefault?: string;
+  /** A doc comment of this dialect's, in place of the column's own. */
   doc?: string;
 }
 
 /** A dialect's types for every column (the compiler checks that none is missing). */
 export type DialectColumns = { readonly [TName in KeyColumnName]: DialectColumn };
 
+/** A column's definition, with what its dialect adds to it. */
+function columnOf(columns: DialectColumns, column: KeyColumn) {
+  const own = column as { doc?: string; sqlDefault?: string; prismaDefault?: string };
+  const dialect = columns[column.name];
+  return {
+    ...dialect,
+    sqlDefault: dialect.sqlDefault ?? own.sqlDefault,
+    doc: dialect.doc ?? own.doc,
+    prismaAttributes: [
+      ...[dialect.prismaDefault ?? own.prismaDefault].flatMap((value) =>
+        value ? [`@default(${value})`] : [],
+      ),
+      ...(column.prismaField === column.name ? [] : [`@map("${column.name}")`]),
+      ...(dialect.native ? [dialect.native] : []),
+    ],
+  };
+}
+
 /** The `CREATE TABLE` lines of the columns, in order, each ending with a comma. */
 export function columnDefinitions(columns: DialectColumns, quote: (name: string) => string): string[] {
-  return KEY_COLUMNS.map(({ name, notNull }) => {
-    const { sqlType, sqlDefault } = columns[name];
-    return `    ${quote(name)} ${sqlType}${notNull ? ' NOT NULL' : ''}${sqlDefault ? ` DEFAULT ${sqlDefault}` : ''},`;
+  return KEY_COLUMNS.map((column) => {
+    const { sqlType, sqlDefault } = columnOf(columns, column);
+    return `    ${quote(column.name)} ${sqlType}${column.notNull ? ' NOT NULL' : ''}${sqlDefault ? ` DEFAULT ${sqlDefault}` : ''},`;
   });
 }
 
 /** The Prisma model's field lines, aligned, each after its doc comment. */
 export function prismaFields(columns: DialectColumns): string[] {
-  const typeOf = ({ name, notNull }: (typeof KEY_COLUMNS)[number]) =>
-    `${columns[name].prismaType}${notNull ? '' : '?'}`;
+  const typeOf = ({ name, notNull }: KeyColumn) => `${columns[name].prismaType}${notNull ? '' : '?'}`;
   const fieldWidth = Math.max(...KEY_COLUMNS.map((column) => column.prismaField.length));
   const typeWidth = Math.max(...KEY_COLUMNS.map((column) => typeOf(column).length));
   return KEY_COLUMNS.flatMap((column) => {
-    const { prismaAttributes, doc } = columns[column.name];
+    const { prismaAttributes, doc } = columnOf(columns, column);
     const line = [
       column.prismaField.padEnd(fieldWidth),
       prismaAttributes.length ? typeOf(column).padEnd(typeWidth) : typeOf(column),
