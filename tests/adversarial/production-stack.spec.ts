@@ -9,6 +9,7 @@ import { expect, test } from '@playwright/test';
 import {
   chargesForOrder,
   expectConfirmation,
+  expectShipped,
   ordersOfThisBrowser,
   payButton,
   readyToPay,
@@ -25,15 +26,7 @@ test('Secure session cookie on http://127.0.0.1, and a purchase that ships', asy
 
   expect(await ordersOfThisBrowser(context)).toContain(orderId);
   expect(await chargesForOrder(orderId)).toEqual([expect.objectContaining({ status: 'succeeded' })]);
-  await expect
-    .poll(
-      async () => {
-        await page.reload();
-        return page.getByTestId('order-status').textContent();
-      },
-      { timeout: 30_000, intervals: [500] },
-    )
-    .toBe('Shipped');
+  await expectShipped(page);
 });
 
 test('/api/metrics on the production stack: 401 for anyone, the metrics for the token', async ({

@@ -16,7 +16,7 @@ import {
   stopProcesses,
   waitForOutput,
 } from '../../scripts/lib/processes.ts';
-import { expectConfirmation, payButton, readyToPay, withStackDatabase } from './support.ts';
+import { expectConfirmation, expectShipped, payButton, readyToPay, withStackDatabase } from './support.ts';
 
 const repoRoot = path.resolve(import.meta.dirname, '../..');
 const webPort = Number(process.env.E2E_PORT ?? 3100);
@@ -74,15 +74,7 @@ for (const broker of BROKERS) {
       await readyToPay(page);
       await payButton(page).click();
       const orderId = await expectConfirmation(page);
-      await expect
-        .poll(
-          async () => {
-            await page.reload();
-            return page.getByTestId('order-status').textContent();
-          },
-          { timeout: 30_000, intervals: [500] },
-        )
-        .toBe('Shipped');
+      await expectShipped(page);
 
       const way = await withStackDatabase(
         orderId,

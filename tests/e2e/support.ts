@@ -133,6 +133,19 @@ export async function expectConfirmation(page: Page): Promise<string> {
   return orderId;
 }
 
+/** Reloads the order page (where `expectConfirmation` left it) until the worker has shipped the order. */
+export async function expectShipped(page: Page): Promise<void> {
+  await expect
+    .poll(
+      async () => {
+        await page.reload();
+        return page.getByTestId('order-status').textContent();
+      },
+      { timeout: 30_000, intervals: [500] },
+    )
+    .toBe('Shipped');
+}
+
 /**
  * The orders this browser's guest session owns, newest first, with their status (`pending`, `paid`, `shipped`,
  * …): what its order history lists, asked through the API with the browser's cookies (`orders.list`) rather than
