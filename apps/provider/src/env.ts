@@ -2,6 +2,7 @@
  * Environment for `main.ts`, parsed exactly once with zod so a misconfiguration fails at startup with one readable
  * line instead of surfacing later as an odd runtime error.
  */
+import { missingProductionSecret, productionSecretProblem } from '@idem/contracts';
 import { z } from 'zod';
 import { DEFAULT_WEBHOOK_SECRET } from './signature.ts';
 
@@ -10,30 +11,15 @@ export const DEFAULT_SECRET_KEY = 'sk_test_idem';
 // An exported-but-empty variable (`PORT= pnpm start`) means "unset", as most shells and dotenv files intend it.
 const unsetIfEmpty = (value: unknown): unknown => (value === '' ? undefined : value);
 
-const MIN_SECRET_LENGTH = 32;
-
-/**
- * In production a secret must be given, must not be the public demo value and must be long enough: a deployment
- * never accepts an API key or signs webhooks with a value anyone can read in this repository.
- */
+/** In production a secret must be given, and pass @idem/contracts' rule; elsewhere the demo value stands in. */
 function secret(name: string, demoValue: string, production: boolean) {
   if (!production) return z.preprocess(unsetIfEmpty, z.string().default(demoValue));
   return z.preprocess(
     unsetIfEmpty,
-    z
-      .string({ error: `${name} is required in production (pnpm start generates one into .data/)` })
-      .superRefine((value, context) => {
-        if (value === demoValue)
-          context.addIssue({
-            code: 'custom',
-            message: `${name} is the public demo value; set a secret of your own`,
-          });
-        else if (value.length < MIN_SECRET_LENGTH)
-          context.addIssue({
-            code: 'custom',
-            message: `${name} must be at least ${MIN_SECRET_LENGTH} characters`,
-          });
-      }),
+    z.string({ error: missingProductionSecret(name) }).superRefine((value, context) => {
+      const problem = productionSecretProblem(name, value, demoValue);
+      if (problem) context.addIssue({ code: 'custom', message: problem });
+    }),
   );
 }
 

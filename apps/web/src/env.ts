@@ -1,6 +1,7 @@
 /** Server environment, parsed once. Import `env` instead of reading process.env anywhere else. */
 import 'server-only';
 import { queueEnvShape } from '@idem/broker/outbox';
+import { MIN_SECRET_LENGTH, missingProductionSecret, productionSecretProblem } from '@idem/contracts';
 import { z } from 'zod';
 import { EnvError } from './env-error.ts';
 import { DEFAULT_KEY_LIFETIMES, type KeyLifetimes, keyLifetimeProblems } from './server/key-lifetimes.ts';
@@ -15,27 +16,12 @@ const DEV_RESPONSE_SECRET = 'idem-dev-response-secret-not-for-production-01';
 const DEMO_PROVIDER_SECRET_KEY = 'sk_test_idem';
 const DEMO_PROVIDER_WEBHOOK_SECRET = 'whsec_test_idem';
 
-const MIN_SECRET_LENGTH = 32;
-
-/**
- * A secret that production must be given: none, the public demo value or a short one is refused, so a
- * deployment never signs or verifies with a value anyone can read in this repository.
- */
+/** A secret that production must be given (@idem/contracts' rule). */
 function productionSecret(name: string, demoValue: string) {
-  return z
-    .string({ error: `${name} is required in production (pnpm start generates one into .data/)` })
-    .superRefine((value, context) => {
-      if (value === demoValue)
-        context.addIssue({
-          code: 'custom',
-          message: `${name} is the public demo value; set a secret of your own`,
-        });
-      else if (value.length < MIN_SECRET_LENGTH)
-        context.addIssue({
-          code: 'custom',
-          message: `${name} must be at least ${MIN_SECRET_LENGTH} characters`,
-        });
-    });
+  return z.string({ error: missingProductionSecret(name) }).superRefine((value, context) => {
+    const problem = productionSecretProblem(name, value, demoValue);
+    if (problem) context.addIssue({ code: 'custom', message: problem });
+  });
 }
 
 const hours = (fallback: number) =>

@@ -36,6 +36,34 @@ function ButtonLabel({
   }
 }
 
+/** Asks the server again what became of the payment: safe, it never charges. */
+function CheckButton({ busy, onClick, children }: { busy: boolean; onClick: () => void; children: string }) {
+  return (
+    <button
+      type="button"
+      disabled={busy}
+      onClick={onClick}
+      className="rounded-lg bg-amber-700 px-3 py-2 font-medium text-white hover:bg-amber-800 disabled:opacity-60"
+    >
+      {children}
+    </button>
+  );
+}
+
+/** Drops the intent's key: the customer's explicit choice to pay for something new. */
+function StartOverButton({ disabled, onClick }: { disabled: boolean; onClick: () => void }) {
+  return (
+    <button
+      type="button"
+      disabled={disabled}
+      onClick={onClick}
+      className="rounded-lg border border-amber-400 px-3 py-2 font-medium text-amber-900 hover:bg-amber-100 disabled:opacity-60"
+    >
+      Start a new purchase
+    </button>
+  );
+}
+
 /**
  * An earlier attempt was sent and its outcome never arrived. Nothing new is charged from here: checking re-sends
  * the ORIGINAL payment with its original key (the server answers with what happened, or runs it once), and only
@@ -60,22 +88,10 @@ function InDoubt({
         It may or may not have gone through. Checking is safe: you will never be charged twice for it.
       </p>
       <div className="mt-3 flex flex-wrap gap-3">
-        <button
-          type="button"
-          disabled={busy}
-          onClick={onCheck}
-          className="rounded-lg bg-amber-700 px-3 py-2 font-medium text-white hover:bg-amber-800 disabled:opacity-60"
-        >
+        <CheckButton busy={busy} onClick={onCheck}>
           Check payment status
-        </button>
-        <button
-          type="button"
-          disabled={busy}
-          onClick={onStartOver}
-          className="rounded-lg border border-amber-400 px-3 py-2 font-medium text-amber-900 hover:bg-amber-100 disabled:opacity-60"
-        >
-          Start a new purchase
-        </button>
+        </CheckButton>
+        <StartOverButton disabled={busy} onClick={onStartOver} />
       </div>
     </div>
   );
@@ -121,22 +137,10 @@ function StillChecking({
         </p>
       )}
       <div className="mt-3 flex flex-wrap gap-3">
-        <button
-          type="button"
-          disabled={busy}
-          onClick={onCheck}
-          className="rounded-lg bg-amber-700 px-3 py-2 font-medium text-white hover:bg-amber-800 disabled:opacity-60"
-        >
+        <CheckButton busy={busy} onClick={onCheck}>
           Check again
-        </button>
-        <button
-          type="button"
-          disabled={busy}
-          onClick={onStartOver}
-          className="rounded-lg border border-amber-400 px-3 py-2 font-medium text-amber-900 hover:bg-amber-100 disabled:opacity-60"
-        >
-          Start a new purchase
-        </button>
+        </CheckButton>
+        <StartOverButton disabled={busy} onClick={onStartOver} />
       </div>
     </div>
   );
@@ -179,14 +183,7 @@ function Expired({ outcome, onStartOver }: { outcome: IntentOutcome; onStartOver
       )}
       {outcome.kind === 'error' && <p className="mt-1 text-amber-900">{outcome.message}</p>}
       <div className="mt-3">
-        <button
-          type="button"
-          disabled={outcome.kind === 'checking'}
-          onClick={onStartOver}
-          className="rounded-lg border border-amber-400 px-3 py-2 font-medium text-amber-900 hover:bg-amber-100 disabled:opacity-60"
-        >
-          Start a new purchase
-        </button>
+        <StartOverButton disabled={outcome.kind === 'checking'} onClick={onStartOver} />
       </div>
     </div>
   );
