@@ -34,6 +34,7 @@ export {
   RequestOutcome,
   type StoredResponse,
 } from './core/record.ts';
+export { createReplayCache, type ReplayCache, type ReplayCacheOptions } from './core/replay-cache.ts';
 export {
   ENCRYPTED_BODY_PREFIX,
   encryptStoredResponses,

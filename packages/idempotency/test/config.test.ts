@@ -21,6 +21,7 @@ describe('resolveOptions', () => {
         'UNSUPPORTED_MEDIA_TYPE',
       ],
       missingKey: 'reject',
+      replayCache: null,
     });
     expect(resolveOptions(undefined, {})).toEqual(DEFAULT_OPTIONS);
     expect(DEFAULT_OPTIONS.storedErrorCodes).toBe(DEFAULT_STORED_ERROR_CODES);

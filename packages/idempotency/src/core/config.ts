@@ -1,6 +1,7 @@
 /**
  * Per-procedure options. Every option has a documented default; `resolveOptions` applies them.
  */
+import type { ReplayCache } from './replay-cache.ts';
 
 export const IdempotencyMode = {
   /**
@@ -53,6 +54,11 @@ export interface IdempotencyOptions {
    * is still a 400.
    */
   missingKey?: MissingKeyPolicy;
+  /**
+   * Answers duplicates of completed keys from this process's memory (replay-cache.ts: `createReplayCache()`),
+   * after the database has answered one of them. Default null: every duplicate asks the database.
+   */
+  replayCache?: ReplayCache | null;
 }
 
 export type MissingKeyPolicy = 'reject' | 'passthrough';
@@ -80,6 +86,7 @@ export const DEFAULT_OPTIONS: ResolvedOptions = {
   maxInFlightPerScope: 20,
   storedErrorCodes: DEFAULT_STORED_ERROR_CODES,
   missingKey: 'reject',
+  replayCache: null,
 };
 
 export function resolveOptions(...layers: Array<IdempotencyOptions | undefined>): ResolvedOptions {

@@ -7,6 +7,7 @@ import { IdempotencyMode, inFlightCapOf, type ResolvedOptions } from './config.t
 import { IdempotencyStep, publishStep } from './diagnostics.ts';
 import { leaseLostError } from './errors.ts';
 import { type IdempotencyRecord, RecordState } from './record.ts';
+import { replayFromMemory } from './replay-cache.ts';
 import { countReplay } from './replay-counts.ts';
 import { type HandledRequest, type IdempotentRequest, type RunOutcome, replayOf } from './request.ts';
 import type { ClaimRequest, IdempotencyStore } from './store.ts';
@@ -21,6 +22,8 @@ export async function handleExternal<TResult>(
   request: IdempotentRequest,
   run: () => Promise<RunOutcome<TResult>>,
 ): Promise<HandledRequest<TResult>> {
+  const remembered = replayFromMemory(store, options, request);
+  if (remembered) return { kind: 'replayed', response: remembered };
   const owner = randomUUID();
   const claimRequest: ClaimRequest = {
     ...request,
@@ -39,6 +42,7 @@ export async function handleExternal<TResult>(
     }
     if (!claim.claimed) {
       const response = replayOf(record, request, options);
+      options.replayCache?.remember(request, record);
       countReplay(store, request);
       return { kind: 'replayed', response };
     }

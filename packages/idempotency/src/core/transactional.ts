@@ -6,6 +6,7 @@ import { IdempotencyMode, inFlightCapOf, type ResolvedOptions } from './config.t
 import { IdempotencyStep, publishStep } from './diagnostics.ts';
 import { inProgressError, storeUnavailableError } from './errors.ts';
 import type { IdempotencyRecord, StoredResponse } from './record.ts';
+import { replayFromMemory } from './replay-cache.ts';
 import { countReplay } from './replay-counts.ts';
 import { type HandledRequest, type IdempotentRequest, type RunOutcome, replayOf } from './request.ts';
 import { takeTurnInProcess } from './running-here.ts';
@@ -29,6 +30,8 @@ export async function handleTransactional<TTx, TResult>(
   request: IdempotentRequest,
   run: (tx: TTx) => Promise<RunOutcome<TResult>>,
 ): Promise<HandledRequest<TResult>> {
+  const remembered = replayFromMemory(store, options, request);
+  if (remembered) return { kind: 'replayed', response: remembered };
   const turn = takeTurnInProcess(store, request);
   if (!turn.first) {
     // The same request is running in this process: wait for its answer here, holding no connection, as long
@@ -107,10 +110,11 @@ async function handleInDatabase<TTx, TResult>(
   // The claim found the key held: its record is the answer, now or (a store that cannot answer before the
   // transaction ends) once the transaction has rolled back.
   const decided: Decision<TResult> = 'handled' in answer && heldRecord ? { record: heldRecord } : answer;
-  const handled: HandledRequest<TResult> =
-    'record' in decided
-      ? { kind: 'replayed', response: replayOf(decided.record, request, options) }
-      : decided.handled;
+  let handled: HandledRequest<TResult>;
+  if ('record' in decided) {
+    handled = { kind: 'replayed', response: replayOf(decided.record, request, options) };
+    options.replayCache?.remember(request, decided.record);
+  } else handled = decided.handled;
   if (handled.kind === 'replayed') countReplay(store, request);
   return handled;
 }

@@ -8,6 +8,12 @@ export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../st
 export { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 export { TransactionClosedError, withTransactionFence } from '../stores/transaction-fence.ts';
 export { wrapTransactions } from '../stores/wrap-transactions.ts';
+export {
+  EVICTED_KEYS_CHANNEL,
+  evictionNotice,
+  forgetEvictedKeys,
+  type NotificationClient,
+} from './evicted-keys.ts';
 export { type FastPathOptions, type WithFastPath, withIdempotencyFastPath } from './fast-path/adapter.ts';
 export { CommitRolledBackError } from './fast-path/transaction-connection.ts';
 export { IdempotencyTableMissingError } from './missing-table.ts';

@@ -9,6 +9,7 @@ import type { RecordKey, RecordState } from '../core/record.ts';
 import { type CleanupResult, cleanupExpiredKeys } from '../stores/cleanup.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
+import { EVICTED_KEYS_CHANNEL, evictionNotice } from './evicted-keys.ts';
 import { expiredBatchDelete } from './expired-batch.ts';
 import { quoteTable } from './sql.ts';
 
@@ -279,6 +280,12 @@ export function createIdempotencyKeyOperations<TClient extends PrismaClientLike>
           key.scope,
           key.procedure,
           key.key,
+        );
+        // Delivered at COMMIT, to every process listening (forgetEvictedKeys): their replay caches drop the key.
+        await sql.$executeRawUnsafe(
+          'select pg_notify($1, $2)',
+          EVICTED_KEYS_CHANNEL,
+          evictionNotice({ scope: key.scope, procedure: key.procedure, key: key.key }),
         );
         const eviction = { rule, before, storedResponse: found.response };
         return { evicted: true, rule, before, audit: await audit(tx, eviction) };

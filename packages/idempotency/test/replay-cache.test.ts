@@ -1,0 +1,202 @@
+/**
+ * Replays from memory (`replayCache: createReplayCache()`), on the Postgres store through tRPC, in both modes: a
+ * duplicate of a completed key is answered without the store once a duplicate has read it; never a first
+ * execution, never another payload's or another principal's answer, never past the cache's time or the row's
+ * expiry, and not after an eviction another process committed (its NOTIFY reached this one). CONTROLS: without
+ * the cache every duplicate asks the store; without the eviction listener, the evicted answer is replayed.
+ */
+import type { Database } from '@idem/db';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createReplayCache, type IdempotencyStore, type ReplayCache } from '../src/index.ts';
+import { createIdempotencyKeyOperations, forgetEvictedKeys } from '../src/prisma/index.ts';
+import { connectWithOwnTable, databaseUrl } from './support/db.ts';
+import { createTestTRPC, freshIdentity, requestContext, trpcFailure } from './support/trpc.ts';
+
+let db: Database;
+const listeners: pg.Client[] = [];
+beforeAll(async () => {
+  db = await connectWithOwnTable();
+});
+afterAll(async () => {
+  for (const listener of listeners) await listener.end();
+  await db.$disconnect();
+});
+
+/** A store that counts what reaches it. */
+function counted<TTx>(store: IdempotencyStore<TTx>, calls: { claims: number }): IdempotencyStore<TTx> {
+  return {
+    ...store,
+    claim: (request, tx) => {
+      calls.claims += 1;
+      return store.claim(request, tx);
+    },
+  };
+}
+
+function app(replayCache: ReplayCache | null) {
+  const calls = { claims: 0 };
+  const { t, idempotency } = createTestTRPC(db, replayCache ? { replayCache } : undefined, {
+    wrapStore: (store) => counted(store, calls),
+  });
+  let runs = 0;
+  const hold = (input: { amount: number }) => {
+    runs += 1;
+    return { amount: input.amount, run: runs };
+  };
+  const input = z.object({ amount: z.number() });
+  const router = t.router({
+    transactional: t.procedure
+      .concat(idempotency.transactional())
+      .input(input)
+      .mutation(({ input }) => hold(input)),
+    external: t.procedure
+      .concat(idempotency.external())
+      .input(input)
+      .mutation(({ input }) => hold(input)),
+  });
+  const caller = (key: string, principal: string) =>
+    t.createCallerFactory(router)(requestContext(key, principal));
+  return { caller, calls, runs: () => runs };
+}
+
+describe.each(['transactional', 'external'] as const)('%s mode', (mode) => {
+  it('the first duplicate reads the store and is remembered; the next ones are answered from memory (CONTROL: without the cache, each asks the store)', async () => {
+    const cached = app(createReplayCache());
+    const { principal, key } = freshIdentity();
+    const call = () => cached.caller(key, principal)[mode]({ amount: 5 });
+    const first = await call();
+    expect(cached.calls.claims).toBe(1);
+    expect(await call()).toEqual(first);
+    expect(cached.calls.claims).toBe(2);
+    for (let i = 0; i < 3; i += 1) expect(await call()).toEqual(first);
+    expect(cached.calls.claims).toBe(2);
+    expect(cached.runs()).toBe(1);
+    // Memory's replays are counted like the database's (in the background).
+    await expect
+      .poll(
+        async () =>
+          (await createIdempotencyKeyOperations(db).findKey({ scope: principal, procedure: mode, key }))
+            ?.replayCount,
+      )
+      .toBe(4);
+
+    const plain = app(null);
+    const other = freshIdentity();
+    for (let i = 0; i < 4; i += 1) await plain.caller(other.key, other.principal)[mode]({ amount: 5 });
+    expect(plain.calls.claims).toBe(4);
+    expect(plain.runs()).toBe(1);
+  });
+
+  it("another payload under the remembered key gets the database's 422, another principal's key its own execution", async () => {
+    const cached = app(createReplayCache());
+    const { principal, key } = freshIdentity();
+    await cached.caller(key, principal)[mode]({ amount: 5 });
+    await cached.caller(key, principal)[mode]({ amount: 5 });
+    const claims = cached.calls.claims;
+    const mismatch = await trpcFailure(cached.caller(key, principal)[mode]({ amount: 6 }));
+    expect(mismatch.code).toBe('UNPROCESSABLE_CONTENT');
+    expect(cached.calls.claims).toBe(claims + 1);
+    const stranger = freshIdentity().principal;
+    expect(await cached.caller(key, stranger)[mode]({ amount: 5 })).toEqual({ amount: 5, run: 2 });
+    expect(cached.runs()).toBe(2);
+  });
+});
+
+describe('time', () => {
+  it('past ttlSeconds the cache no longer answers: the store does', async () => {
+    let now = Date.now();
+    const cached = app(createReplayCache({ ttlSeconds: 60, now: () => now }));
+    const { principal, key } = freshIdentity();
+    const call = () => cached.caller(key, principal).transactional({ amount: 1 });
+    await call();
+    await call();
+    await call();
+    expect(cached.calls.claims).toBe(2);
+    now += 61_000;
+    await call();
+    expect(cached.calls.claims).toBe(3);
+    expect(cached.runs()).toBe(1);
+  });
+
+  it('a row about to expire is not remembered: its key may be claimed again any moment (aged row, not a wait)', async () => {
+    const cached = app(createReplayCache({ expiryMarginSeconds: 5 }));
+    const { principal, key } = freshIdentity();
+    const call = () => cached.caller(key, principal).transactional({ amount: 1 });
+    await call();
+    await db.$executeRawUnsafe(
+      `update idempotency_keys set expires_at = now() + interval '3 seconds' where scope = $1 and key = $2`,
+      principal,
+      key,
+    );
+    await call();
+    await call();
+    expect(cached.calls.claims).toBe(3);
+    // Expired in the database: the key is claimed again and the procedure runs, whatever memory once held.
+    await db.$executeRawUnsafe(
+      `update idempotency_keys set expires_at = now() - interval '1 second' where scope = $1 and key = $2`,
+      principal,
+      key,
+    );
+    expect(await call()).toEqual({ amount: 1, run: 2 });
+  });
+});
+
+describe('eviction in another process', () => {
+  /** A cache listening for evictions on a connection of its own; `forgotten` resolves with each key it drops. */
+  async function listeningCache() {
+    const cache = createReplayCache();
+    const forgotten: string[] = [];
+    const listened: ReplayCache = {
+      ...cache,
+      replay: (request) => cache.replay(request),
+      remember: (request, record) => cache.remember(request, record),
+      forget: (key) => {
+        forgotten.push(key.key);
+        cache.forget(key);
+      },
+      clear: () => cache.clear(),
+      get size() {
+        return cache.size;
+      },
+    };
+    const client = new pg.Client({ connectionString: databaseUrl() });
+    await client.connect();
+    listeners.push(client);
+    await forgetEvictedKeys(client, listened);
+    return { cache: listened, forgotten };
+  }
+
+  it('an operator evicts a completed key elsewhere; once the notice arrives, the next retry runs again (CONTROL: no listener → the evicted answer is replayed)', async () => {
+    const listening = await listeningCache();
+    const here = app(listening.cache);
+    const deaf = app(createReplayCache());
+    const { principal, key } = freshIdentity();
+    for (const process of [here, deaf]) {
+      await process.caller(key, principal).transactional({ amount: 9 });
+      await process.caller(key, principal).transactional({ amount: 9 });
+    }
+    expect(here.runs() + deaf.runs()).toBe(1);
+
+    const operations = createIdempotencyKeyOperations(db);
+    const ref = { scope: principal, procedure: 'transactional', key };
+    const row = await operations.findKey(ref);
+    if (!row) throw new Error('no row');
+    const evicted = await operations.evict({
+      key: ref,
+      version: row.version,
+      confirmed: true,
+      audit: async () => null,
+    });
+    expect(evicted.evicted).toBe(true);
+    await expect.poll(() => listening.forgotten).toContain(key);
+
+    expect(await here.caller(key, principal).transactional({ amount: 9 })).toEqual({ amount: 9, run: 2 });
+    expect(here.runs()).toBe(2);
+    // CONTROL: the process that did not listen still answers from memory: the evicted answer (run 1), not the
+    // key's answer now (run 2).
+    expect(await deaf.caller(key, principal).transactional({ amount: 9 })).toMatchObject({ run: 1 });
+    expect(deaf.runs()).toBe(0);
+  });
+});
