@@ -43,6 +43,22 @@ async function accepting(port: number, child: ChildProcess, output: () => string
   }
 }
 
+/** Resolves once `port` refuses connections. */
+async function closed(port: number) {
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (!open) return;
+    await sleep(50);
+  }
+}
+
 /** A broker process the test owns: killed, started again on the same port and data dir, removed after. */
 export interface PrivateBroker {
   readonly port: number;
@@ -85,6 +101,9 @@ function privateBroker(options: {
         // Helpers the broker left behind once it is gone.
         process.kill(-running.pid, 'SIGKILL');
       } catch {}
+    // The child is a launcher (RabbitMQ's is a shell script): its exit may come before the broker's own, so until
+    // the port refuses connections the broker is not gone (and a start would find the old one listening).
+    await closed(options.port);
   };
   return {
     port: options.port,
