@@ -85,7 +85,7 @@ describe('the network cut between the consumers and the broker, mid-stream', () 
     // The held deliveries' acks threw on the dead channel.
     expect(run.ackErrors.protected).toBeGreaterThanOrEqual(5);
     report.push(describeRun('RabbitMQ, cut', run));
-  });
+  }, 90_000);
 
   it('JetStream: the client reconnects, the acks given while cut are dropped, AckWait redelivers: one effect per id, none lost (CONTROL: the held ids run twice)', async () => {
     const proxy = await tcpProxy(portOf(NATS_SERVERS));
@@ -99,5 +99,5 @@ describe('the network cut between the consumers and the broker, mid-stream', () 
       proxy,
     );
     report.push(describeRun('JetStream, cut', run));
-  });
+  }, 90_000);
 });

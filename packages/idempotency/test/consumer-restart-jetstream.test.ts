@@ -62,5 +62,5 @@ describe('JetStream: the server restarted mid-stream', () => {
       report.push(
         `${describeRun(`${signal} mid-stream`, run)}; server start ${broker.startups.join(' ms, restart ')} ms`,
       );
-    });
+    }, 90_000);
 });

@@ -55,6 +55,7 @@ const idempotent = (name: string) =>
 const control = (name: string) => plainConsumer(db, (message, tx) => recordEffect(tx, name, message));
 
 describe('RabbitMQ: the node restarted mid-stream', () => {
+  // 90 s: the node stops (about 1 s) and Erlang boots it again (5–10 s here) inside the test.
   it('SIGTERM, then started again on the same ports and Mnesia dir: the rig reconnects, one effect per id with the inbox, none lost (CONTROL: the held ids run twice)', async () => {
     const node = broker as PrivateBroker;
     const url = `amqp://guest:guest@127.0.0.1:${node.port}`;
@@ -72,6 +73,5 @@ describe('RabbitMQ: the node restarted mid-stream', () => {
     report.push(
       `${describeRun('SIGTERM mid-stream', run)}; node boot ${node.startups.join(' ms, reboot ')} ms`,
     );
-  }, // The node stops (about 1 s) and Erlang boots it again (5–10 s here) inside the test.
-  90_000);
+  }, 90_000);
 });
