@@ -224,21 +224,22 @@ export async function tcpProxy(targetPort: number): Promise<TcpProxy> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;
+  const cut = () => {
+    isCut = true;
+    for (const socket of open) socket.destroy();
+    open.clear();
+  };
   return {
     port,
     get connections() {
       return connections;
     },
-    cut() {
-      isCut = true;
-      for (const socket of open) socket.destroy();
-      open.clear();
-    },
+    cut,
     restore() {
       isCut = false;
     },
     async close() {
-      this.cut();
+      cut();
       await new Promise((resolve) => server.close(resolve));
     },
   };
