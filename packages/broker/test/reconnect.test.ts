@@ -12,8 +12,9 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect as connectNatsClient } from '@nats-io/transport-node';
 import amqp from 'amqplib';
 import { afterEach, describe, expect, it } from 'vitest';
+// The library's test proxy: a cut destroys both sides of every connection through it.
+import { type TcpProxy, tcpProxy } from '../../idempotency/test/support/tcp-proxy.ts';
 import { type Broker, type BrokerLog, brokerNames, connectBroker, FulfilmentMessage } from '../src/index.ts';
-import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
 
 const RABBITMQ = { host: '127.0.0.1', port: 5672 };
 const NATS = { host: '127.0.0.1', port: 4222 };
@@ -51,9 +52,15 @@ const record = (id: string) => ({
 });
 
 async function proxyTo(target: { host: string; port: number }): Promise<TcpProxy> {
-  const proxy = await startTcpProxy(target);
+  const proxy = await tcpProxy(target.port);
   cleanups.push(() => proxy.close());
   return proxy;
+}
+
+/** A network cut that heals at once: every connection through `proxy` dropped, new ones let through. */
+function blip(proxy: TcpProxy): void {
+  proxy.cut();
+  proxy.restore();
 }
 
 async function brokerThrough(url: string, namespace: string, log: BrokerLog): Promise<Broker> {
@@ -86,13 +93,13 @@ describe('RabbitMQ: the worker reconnects after a network cut', () => {
 
     await broker.publisher.publish([record('before-cut')]);
     await expect.poll(() => consumer.ids).toEqual(['before-cut']);
-    proxy.cut();
+    blip(proxy);
     await expect.poll(() => log.lines.some((line) => line.startsWith('RabbitMQ reconnected'))).toBe(true);
     await publishWhenBack(broker, 'after-cut');
     // An ack on its way at the cut is lost with the connection: 'before-cut' may come again (the worker's inbox
     // acknowledges that copy without running it).
     await expect.poll(() => distinct(consumer.ids)).toEqual(['after-cut', 'before-cut']);
-    expect(proxy.accepted).toBe(2);
+    expect(proxy.connections).toBe(2);
 
     // CONTROL: the queue's consumer on a plain amqplib connection through a proxy of its own.
     const admin = await amqp.connect(`amqp://guest:guest@${RABBITMQ.host}:${RABBITMQ.port}`);
@@ -105,7 +112,7 @@ describe('RabbitMQ: the worker reconnects after a network cut', () => {
     const control = recordingConsumer();
     await consumeRabbitMq({ channel: await plain.createChannel(), queue, consumer: control, prefetch: 2 });
     await expect.poll(async () => (await adminChannel.checkQueue(queue)).consumerCount).toBe(1);
-    controlProxy.cut();
+    blip(controlProxy);
     await expect.poll(async () => (await adminChannel.checkQueue(queue)).consumerCount).toBe(0);
     adminChannel.sendToQueue(queue, Buffer.from('{}'), {
       messageId: 'control-after-cut',
@@ -114,7 +121,7 @@ describe('RabbitMQ: the worker reconnects after a network cut', () => {
     await adminChannel.waitForConfirms();
     await expect.poll(async () => (await adminChannel.checkQueue(queue)).messageCount).toBe(1);
     expect(control.ids).toEqual([]);
-    expect(controlProxy.accepted).toBe(1);
+    expect(controlProxy.connections).toBe(1);
     await adminChannel.deleteQueue(queue);
     await adminChannel.deleteQueue(brokerNames(namespace).deadLetter(FulfilmentMessage.destination));
   });
@@ -136,11 +143,11 @@ describe('NATS JetStream: the worker reconnects after a network cut', () => {
 
     await broker.publisher.publish([record('before-cut')]);
     await expect.poll(() => consumer.ids).toEqual(['before-cut']);
-    proxy.cut();
+    blip(proxy);
     await expect.poll(() => log.lines.includes('NATS reconnected')).toBe(true);
     await publishWhenBack(broker, 'after-cut');
     await expect.poll(() => distinct(consumer.ids)).toEqual(['after-cut', 'before-cut']);
-    expect(proxy.accepted).toBeGreaterThanOrEqual(2);
+    expect(proxy.connections).toBeGreaterThanOrEqual(2);
     await broker.close();
 
     // CONTROL: the durable's messages on a client that does not reconnect.
@@ -151,7 +158,7 @@ describe('NATS JetStream: the worker reconnects after a network cut', () => {
     ).consume();
     const control = recordingConsumer();
     const loop = consumeJetStream({ messages, consumer: control }).catch(() => {});
-    controlProxy.cut();
+    blip(controlProxy);
     await plain.closed();
     await loop;
     await jetstream(admin).publish(names.destination(FulfilmentMessage.destination), Buffer.from('{}'), {

@@ -21,8 +21,8 @@ import {
   midStreamFault,
   rabbitMqRig,
 } from './support/fault-rigs.ts';
-import { type TcpProxy, tcpProxy } from './support/faults.ts';
 import { EFFECTS_DDL, plainConsumer, recordEffect } from './support/queue.ts';
+import { type TcpProxy, tcpProxy } from './support/tcp-proxy.ts';
 
 let db: Database;
 /** Measured counts, printed once at the end (docs/RELIABILITY.md). */
