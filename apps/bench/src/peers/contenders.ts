@@ -12,6 +12,7 @@ export const armIds = [
   'none',
   'trpc',
   'idem',
+  'idem-replay-cache',
   'node-idempotency',
   'express',
   'express-idempotency',
@@ -55,6 +56,14 @@ export const arms: Record<ArmId, Arm> = {
     baseline: 'trpc',
     store: 'Postgres, in the handler’s transaction',
   },
+  'idem-replay-cache': {
+    id: 'idem-replay-cache',
+    label: 'Idem `transactional()` + `replayCache` (tRPC)',
+    server: 'idem',
+    path: '/bench.protectedReplayCache',
+    baseline: 'trpc',
+    store: 'Postgres; completed keys also in process memory (opt-in)',
+  },
   'node-idempotency': {
     id: 'node-idempotency',
     label: '@node-idempotency/core (node:http)',
@@ -95,7 +104,7 @@ export const arms: Record<ArmId, Arm> = {
  */
 export const armGroups: ArmId[][] = [
   ['none', 'node-idempotency', 'powertools'],
-  ['trpc', 'idem'],
+  ['trpc', 'idem', 'idem-replay-cache'],
   ['express', 'express-idempotency'],
 ];
 

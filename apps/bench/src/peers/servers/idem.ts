@@ -5,6 +5,7 @@
  * router, so the idempotency layer gets the identity transformer (its replay is then byte-identical JSON).
  */
 import type { Database } from '@idem/db';
+import { createReplayCache, type IdempotencyOptions } from '@idem/idempotency';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '@idem/idempotency/prisma';
 import { createIdempotency } from '@idem/idempotency/trpc';
 import { initTRPC } from '@trpc/server';
@@ -40,19 +41,28 @@ function toHeaders(raw: NodeJS.Dict<string | string[]>): Headers {
 
 function createBenchRouter(db: Database, fastPath: object) {
   const t = initTRPC.context<BenchContext>().create();
-  const idempotency = createIdempotency<BenchContext, PrismaTransactionLike<Database>>({
-    store: createPrismaIdempotencyStore(db, { fastPath }),
-    transformer: identityTransformer,
-    getScope: (ctx) => ctx.scope,
-    getRequestHeaders: (ctx) => ctx.headers,
-    getResponseHeaders: (ctx) => ctx.resHeaders,
-    isBatched: (ctx) => ctx.isBatch,
-  });
+  const layer = (defaults: IdempotencyOptions) =>
+    createIdempotency<BenchContext, PrismaTransactionLike<Database>>({
+      store: createPrismaIdempotencyStore(db, { fastPath }),
+      transformer: identityTransformer,
+      getScope: (ctx) => ctx.scope,
+      getRequestHeaders: (ctx) => ctx.headers,
+      getResponseHeaders: (ctx) => ctx.resHeaders,
+      isBatched: (ctx) => ctx.isBatch,
+      defaults,
+    });
+  const idempotency = layer({});
+  // The opt-in replay cache: the same layer, duplicates of completed keys answered from memory.
+  const withReplayCache = layer({ replayCache: createReplayCache({ maxEntries: 100_000 }) });
   return t.router({
     bench: t.router({
       unprotected: t.procedure.input(benchInput).mutation(({ input }) => runEffect(db, input.n)),
       protected: t.procedure
         .concat(idempotency.transactional())
+        .input(benchInput)
+        .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
+      protectedReplayCache: t.procedure
+        .concat(withReplayCache.transactional())
         .input(benchInput)
         .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
     }),
