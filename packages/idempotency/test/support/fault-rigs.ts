@@ -2,13 +2,15 @@
  * One mid-stream fault, the same for every broker and fault (consumer-restart-*.test.ts,
  * consumer-network-cut.test.ts): a producer publishes N ids while the protected consumer (the inbox) and its
  * CONTROL (no inbox) drain copies of the same messages; each holds 5 deliveries after their commit, before the
- * ack (`holdingAfterCommit`); the fault is injected once both hold theirs, the held deliveries are let go once
- * both consumers have seen their connection drop (their acks die with it), the broker or the link comes back,
- * the producer publishes the rest, and the run waits until the broker has nothing left to deliver.
+ * ack (`holdingAfterCommit`); the fault is injected once both hold theirs; once both consumers have seen their
+ * connection drop, the broker or the link comes back, the held deliveries are let go only after the broker has
+ * delivered each of them again (so their acks are certainly too late), the producer publishes the rest, and the
+ * run waits until the broker has nothing left to deliver.
  *
  * A rig is one broker's side of it. JetStream: the client (`@nats-io/transport-node`) reconnects by itself and
- * `consume()` pulls again after a reconnect; an ack given while disconnected goes into the client's outbound
- * buffer, which is emptied when it dials again, so it never arrives. RabbitMQ: amqplib does not reconnect, and
+ * `consume()` pulls again after a reconnect; an ack given while disconnected may be buffered and sent once the
+ * client is back (seen in a CI run: no redelivery when the reconnection beat AckWait), which is why the held
+ * deliveries wait for their redelivery. RabbitMQ: amqplib does not reconnect, and
  * neither does the adapter (it is handed a channel), so the rig does what an application must: on the
  * connection's `close`, connect again, open a channel, consume again; an ack on the dead channel throws (the
  * adapter's `onError`), and the broker requeues what the dead connection held unacknowledged.
@@ -350,13 +352,19 @@ export async function midStreamFault(options: {
   await expect
     .poll(() => running.protected.disconnects() >= 1 && running.control.disconnects() >= 1)
     .toBe(true);
-  // The held deliveries return to the adapter now: their acks go to a connection that is gone.
+  await options.restore();
+  const held = { protected: heldProtected, control: heldControl };
+  // The held deliveries stay unacknowledged until the broker has delivered each of them again (RabbitMQ: requeued
+  // when the connection dropped; JetStream: past AckWait). Only then do they return to their adapter, whose ack
+  // goes to a channel that is gone (RabbitMQ) or arrives after the redelivery (JetStream: a NATS client sends
+  // what it buffered while disconnected once it is back, so an ack let go earlier could still land in time).
+  const deliveredAgain = (which: Side) => held[which].every((id) => deliveries(logs[which], id) >= 2);
+  await expect
+    .poll(() => deliveredAgain('protected') && deliveredAgain('control'), { timeout: 60_000, interval: 100 })
+    .toBe(true);
   holds.protected.release();
   holds.control.release();
-  await options.restore();
   await rest;
-
-  const held = { protected: heldProtected, control: heldControl };
   // Done: every id has its effect on both sides, each held id was delivered again and handled, and the broker has
   // nothing left to deliver. (A state, not a time: a run that never gets there fails showing where it stopped.)
   const progress = async () => {
