@@ -4,8 +4,9 @@
  * UTC_TIMESTAMP(6), never the app's clock.
  */
 import { tooManyInFlightError } from '../core/errors.ts';
-import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
+import type { RecordKey, StoredResponse } from '../core/record.ts';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
+import { isTrue, type KeyRow, recordOfRow, type SqlBoolean } from '../stores/key-row.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import {
@@ -30,18 +31,7 @@ export interface MariadbStoreOptions {
   leaseRenewal?: boolean;
 }
 
-/** A truth value as MariaDB returns it through the adapter (0/1, as a number or a bigint). */
-type SqlBoolean = number | bigint | null;
-
-interface RecordRow {
-  fingerprint: string;
-  state: string;
-  response: string | null;
-  lease_owner: string | null;
-  lease_active: SqlBoolean;
-  created_at: Date;
-  expires_at: Date;
-  replay_count: number | bigint;
+interface RecordRow extends KeyRow {
   /** Past its retention and not running: a new request may take the key over. */
   expired_row: SqlBoolean;
   /** Its lease ended while processing this very request (same fingerprint): its owner died, a retry takes over. */
@@ -51,7 +41,6 @@ interface RecordRow {
 const NOW = 'UTC_TIMESTAMP(6)';
 const inSeconds = (placeholder: string) =>
   `TIMESTAMPADD(MICROSECOND, ROUND(${placeholder} * 1000000), ${NOW})`;
-const truth = (value: SqlBoolean) => Number(value ?? 0) === 1;
 
 /** The response as the column stores it; too large for the column is refused (see MariadbResponseTooLargeError). */
 function responseText(response: StoredResponse): string {
@@ -210,9 +199,9 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
       // Deleted (cleanup, release) between the insert and the read: claim again.
       return claim(request, tx);
     }
-    const expired = truth(row.expired_row);
-    if (!expired && !truth(row.dead_lease_same_request))
-      return { claimed: false, record: toRecord(request, row) };
+    const expired = isTrue(row.expired_row);
+    if (!expired && !isTrue(row.dead_lease_same_request))
+      return { claimed: false, record: recordOfRow(request, row) };
     // A new request reusing an expired key counts against the cap; the same request resuming its own key does not.
     if (cap && atCap && expired) throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
     const reclaimable = atCap ? deadLeaseSameRequest : `(${expiredRow} OR ${deadLeaseSameRequest})`;
@@ -236,7 +225,7 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
     // Someone else took it over (or completed it) first: what they left.
     const now = await readRow(request, tx);
     if (!now) return claim(request, tx);
-    return { claimed: false, record: toRecord(request, now) };
+    return { claimed: false, record: recordOfRow(request, now) };
   }
 
   async function inFlight(scope: string, max: number, tx?: SqlExecutor): Promise<number> {
@@ -301,7 +290,7 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
 
     async find(key) {
       const row = await readRow(key);
-      return row ? toRecord(key, row) : null;
+      return row ? recordOfRow(key, row) : null;
     },
 
     async countReplay(key, replays) {
@@ -341,21 +330,5 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
           ),
         ),
       ),
-  };
-}
-
-function toRecord(key: RecordKey, row: RecordRow): IdempotencyRecord {
-  return {
-    scope: key.scope,
-    procedure: key.procedure,
-    key: key.key,
-    fingerprint: row.fingerprint,
-    state: row.state === 'completed' ? 'completed' : 'processing',
-    response: row.response === null ? null : (JSON.parse(row.response) as StoredResponse),
-    leaseOwner: row.lease_owner,
-    leaseActive: truth(row.lease_active),
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    replayCount: Number(row.replay_count),
   };
 }

@@ -27,6 +27,7 @@
 import { IdempotencyStoreSetupError, tooManyInFlightError } from '../core/errors.ts';
 import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
+import { isTrue, type KeyRow, recordOfRow } from '../stores/key-row.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
 import {
   bindNamed,
@@ -66,19 +67,11 @@ export class SqliteIdempotencyTableMissingError extends IdempotencyStoreSetupErr
   }
 }
 
-/** A row as the adapter returns it: integers may come back as bigint, times as Date. */
-interface RecordRow {
+/** A row as the adapter returns it, with its key: integers may come back as bigint, times as text. */
+interface RecordRow extends KeyRow {
   scope: string;
   procedure: string;
   key: string;
-  fingerprint: string;
-  state: string;
-  response: string | null;
-  lease_owner: string | null;
-  lease_active: number | bigint | boolean | null;
-  created_at: Date | string;
-  expires_at: Date | string;
-  replay_count: number | bigint;
 }
 
 type ClaimRow = RecordRow & { reclaimable_expired: number | bigint; reclaimable_dead_lease: number | bigint };
@@ -175,8 +168,8 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
       if (cap) throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
       throw new Error(`claim of ${tableName} found no row and no cap: the INSERT should have inserted`);
     }
-    const expired = truthy(row.reclaimable_expired);
-    if (expired || truthy(row.reclaimable_dead_lease)) {
+    const expired = isTrue(row.reclaimable_expired);
+    if (expired || isTrue(row.reclaimable_dead_lease)) {
       // 3. Rare: take it over. The UPDATE re-checks the rule itself (and the cap, for an expired key: a new one).
       const takenOver = await query(
         on,
@@ -193,7 +186,7 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
       if (cap && expired) throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
     }
     // Live: a replay, a 409 or a 422 for the handler; nothing was written.
-    return { claimed: false, record: toRecord(row) };
+    return { claimed: false, record: recordOfRow(row, row) };
   }
 
   async function renewLease(key: RecordKey, owner: string, leaseSeconds: number): Promise<boolean> {
@@ -223,7 +216,7 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
       `select ${recordColumns} from ${table} where ${where}`,
       keyValues(key),
     );
-    return row ? toRecord(row) : null;
+    return row ? recordOfRow(row, row) : null;
   };
 
   return {
@@ -287,27 +280,5 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
           ),
         ),
       ),
-  };
-}
-
-const truthy = (value: unknown) => value === true || Number(value) === 1;
-
-function toDate(value: Date | string): Date {
-  return value instanceof Date ? value : new Date(value);
-}
-
-function toRecord(row: RecordRow): IdempotencyRecord {
-  return {
-    scope: row.scope,
-    procedure: row.procedure,
-    key: row.key,
-    fingerprint: row.fingerprint,
-    state: row.state === 'completed' ? 'completed' : 'processing',
-    response: row.response === null ? null : (JSON.parse(row.response) as StoredResponse),
-    leaseOwner: row.lease_owner,
-    leaseActive: truthy(row.lease_active),
-    createdAt: toDate(row.created_at),
-    expiresAt: toDate(row.expires_at),
-    replayCount: Number(row.replay_count),
   };
 }
