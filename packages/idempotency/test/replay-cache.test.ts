@@ -9,7 +9,12 @@ import type { Database } from '@idem/db';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createReplayCache, type IdempotencyStore, type ReplayCache } from '../src/index.ts';
+import {
+  createReplayCache,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+  type ReplayCache,
+} from '../src/index.ts';
 import { createIdempotencyKeyOperations, forgetEvictedKeys } from '../src/prisma/index.ts';
 import { connectWithOwnTable, databaseUrl } from './support/db.ts';
 import { createTestTRPC, freshIdentity, requestContext, trpcFailure } from './support/trpc.ts';
@@ -198,5 +203,54 @@ describe('eviction in another process', () => {
     // key's answer now (run 2).
     expect(await deaf.caller(key, principal).transactional({ amount: 9 })).toMatchObject({ run: 1 });
     expect(deaf.runs()).toBe(0);
+  });
+});
+
+describe('bounds', () => {
+  const request = (key: string) => ({ scope: 's', procedure: 'p', key, fingerprint: 'f' });
+  const completed = (key: string, body: string): IdempotencyRecord => ({
+    ...request(key),
+    state: 'completed',
+    response: { kind: 'output', httpStatus: 200, body },
+    leaseOwner: null,
+    leaseActive: false,
+    createdAt: new Date(),
+    expiresAt: new Date(Date.now() + 86_400_000),
+    replayCount: 0,
+  });
+
+  it('holds at most maxEntries keys: the least recently replayed goes first', () => {
+    const cache = createReplayCache({ maxEntries: 2 });
+    cache.remember(request('a'), completed('a', 'A'));
+    cache.remember(request('b'), completed('b', 'B'));
+    expect(cache.replay(request('a'))).toMatchObject({ body: 'A' }); // a is now the most recent
+    cache.remember(request('c'), completed('c', 'C'));
+    expect(cache.size).toBe(2);
+    expect(cache.replay(request('b'))).toBeUndefined();
+    expect(cache.replay(request('a'))).toMatchObject({ body: 'A' });
+    expect(cache.replay(request('c'))).toMatchObject({ body: 'C' });
+  });
+
+  it('holds at most maxBytes of responses, and none larger than a tenth of it', () => {
+    const cache = createReplayCache({ maxBytes: 1_000 });
+    cache.remember(request('big'), completed('big', 'x'.repeat(200)));
+    expect(cache.size).toBe(0);
+    for (const key of ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l'])
+      cache.remember(request(key), completed(key, 'y'.repeat(40)));
+    // Each entry is about 80 bytes of JSON: twelve do not fit in 1 000, the oldest went.
+    expect(cache.size).toBeLessThan(12);
+    expect(cache.replay(request('a'))).toBeUndefined();
+    expect(cache.replay(request('l'))).toMatchObject({ body: 'y'.repeat(40) });
+  });
+
+  it("remembers only a completed record of the request's own fingerprint; a replay is a copy", () => {
+    const cache = createReplayCache();
+    cache.remember(request('p'), { ...completed('p', 'P'), state: 'processing', response: null });
+    cache.remember({ ...request('q'), fingerprint: 'other' }, completed('q', 'Q'));
+    expect(cache.size).toBe(0);
+    cache.remember(request('r'), completed('r', 'R'));
+    const first = cache.replay(request('r'));
+    if (first) first.body = 'changed by an adapter';
+    expect(cache.replay(request('r'))).toMatchObject({ body: 'R' });
   });
 });

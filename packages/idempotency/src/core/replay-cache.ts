@@ -25,6 +25,11 @@ import type { IdempotencyStore } from './store.ts';
 export interface ReplayCacheOptions {
   /** Completed keys held at most; the least recently replayed goes first. Default 10 000. */
   maxEntries?: number;
+  /**
+   * Bytes of stored responses held at most (their JSON text's length): one client replaying large answers
+   * cannot make the process hold more. A response larger than a tenth of it is not held. Default 32 MiB.
+   */
+  maxBytes?: number;
   /** How long a key is answered from memory after it was read. Default 60 s. */
   ttlSeconds?: number;
   /**
@@ -52,10 +57,12 @@ interface Entry {
   fingerprint: string;
   response: StoredResponse;
   until: number;
+  bytes: number;
 }
 
 export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache {
   const maxEntries = options.maxEntries ?? 10_000;
+  const maxBytes = options.maxBytes ?? 32 * 1024 * 1024;
   const ttlMs = (options.ttlSeconds ?? 60) * 1000;
   const marginMs = (options.expiryMarginSeconds ?? 5) * 1000;
   const now = options.now ?? Date.now;
@@ -63,9 +70,17 @@ export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache
     throw new RangeError(`replay cache: maxEntries must be a whole number ≥ 1, got ${maxEntries}`);
   if (!(ttlMs > 0 && Number.isFinite(ttlMs)))
     throw new RangeError(`replay cache: ttlSeconds must be positive and finite, got ${options.ttlSeconds}`);
-  if (!(marginMs >= 0)) throw new RangeError(`replay cache: expiryMarginSeconds must be ≥ 0`);
+  if (!(marginMs >= 0)) throw new RangeError('replay cache: expiryMarginSeconds must be ≥ 0');
+  if (!(maxBytes > 0)) throw new RangeError(`replay cache: maxBytes must be positive, got ${maxBytes}`);
   // A Map keeps insertion order: re-inserting on every hit makes its first key the least recently used.
   const entries = new Map<string, Entry>();
+  let bytes = 0;
+  const drop = (id: string) => {
+    const entry = entries.get(id);
+    if (!entry) return;
+    entries.delete(id);
+    bytes -= entry.bytes;
+  };
 
   return {
     replay(request) {
@@ -73,7 +88,7 @@ export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache
       const entry = entries.get(id);
       if (!entry) return undefined;
       if (entry.until <= now()) {
-        entries.delete(id);
+        drop(id);
         return undefined;
       }
       if (entry.fingerprint !== request.fingerprint) return undefined;
@@ -87,20 +102,29 @@ export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache
       if (record.fingerprint !== request.fingerprint) return;
       const until = Math.min(now() + ttlMs, record.expiresAt.getTime() - marginMs);
       if (until <= now()) return;
+      const size = JSON.stringify(record.response).length;
+      if (size > maxBytes / 10) return;
       const id = recordKeyId(request);
-      entries.delete(id);
-      entries.set(id, { fingerprint: record.fingerprint, response: structuredClone(record.response), until });
-      while (entries.size > maxEntries) {
+      drop(id);
+      entries.set(id, {
+        fingerprint: record.fingerprint,
+        response: structuredClone(record.response),
+        until,
+        bytes: size,
+      });
+      bytes += size;
+      while (entries.size > maxEntries || bytes > maxBytes) {
         const oldest = entries.keys().next().value;
         if (oldest === undefined) break;
-        entries.delete(oldest);
+        drop(oldest);
       }
     },
     forget(key) {
-      entries.delete(recordKeyId(key));
+      drop(recordKeyId(key));
     },
     clear() {
       entries.clear();
+      bytes = 0;
     },
     get size() {
       return entries.size;
