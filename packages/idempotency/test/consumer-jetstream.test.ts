@@ -253,17 +253,27 @@ describe('JetStream: the idempotent consumer', () => {
     expect((await publishAll()).filter((ack) => ack.duplicate)).toEqual([]);
     await outlastDuplicateWindow(streamName);
     expect((await publishAll()).filter((ack) => ack.duplicate)).toEqual([]);
-    await expect.poll(() => protectedLogs.flat().length + controlLog.length).toBe(400);
+    // At least once: a loaded run saw 413 deliveries for the 400 copies (JetStream delivered some again). Done is
+    // a state: every copy delivered and nothing left pending or unacknowledged on either durable.
+    const settled = async () => {
+      const [mine, theirs] = await Promise.all(
+        ['protected', 'control'].map((durable) => jsm.consumers.info(streamName, durable)),
+      );
+      return [mine, theirs].every((info) => info?.num_pending === 0 && info.num_ack_pending === 0);
+    };
+    await expect
+      .poll(async () => protectedLogs.flat().length + controlLog.length >= 400 && (await settled()))
+      .toBe(true);
 
     const protectedEffects = await effectsOf(db, name);
     expect([...protectedEffects.keys()].sort()).toEqual([...ids].sort());
     expect([...protectedEffects.values()].every((n) => n === 1)).toBe(true);
     const all = protectedLogs.flat();
     expect(outcomes(all).filter((outcome) => outcome === 'executed')).toHaveLength(100);
-    expect(outcomes(all).filter((outcome) => outcome === 'duplicate')).toHaveLength(100);
+    expect(outcomes(all).filter((outcome) => outcome === 'duplicate').length).toBeGreaterThanOrEqual(100);
     const controlEffects = await effectsOf(db, controlName);
     expect(controlEffects.size).toBe(100);
-    expect([...controlEffects.values()].every((n) => n === 2)).toBe(true);
+    expect([...controlEffects.values()].every((n) => n >= 2)).toBe(true);
     report.push(
       `three consumers, 100 ids × 2 copies: 100 effects (per consumer ${protectedLogs.map((log) => log.length).join('/')} deliveries) / ${await effectCount(db, controlName)}`,
     );

@@ -191,8 +191,9 @@ describe.each(BROKERS)('$broker: consumers as processes', { timeout: 90_000 }, (
     await expect.poll(() => next.lines).toContain(`handled ${id} duplicate`);
     await expect.poll(() => nextControl.lines).toContain(`handled ${id} executed`);
     expect(await effectsOf(db, name)).toEqual(new Map([[id, 1]]));
-    const controlEffects = (await effectsOf(db, controlName)).get(id);
-    expect(controlEffects).toBe(2);
+    // At least two: without the inbox every delivery runs, and a loaded run may deliver once more past AckWait.
+    const controlEffects = (await effectsOf(db, controlName)).get(id) ?? 0;
+    expect(controlEffects).toBeGreaterThanOrEqual(2);
     report.push(`${broker}, consumer SIGKILLed after COMMIT, before ack: 1 effect / ${controlEffects}`);
   });
 
@@ -209,14 +210,24 @@ describe.each(BROKERS)('$broker: consumers as processes', { timeout: 90_000 }, (
     await sleep(200);
     for (const id of ids) await publish(id);
 
-    await expect.poll(() => handledCount(three), { timeout: 60_000 }).toBe(100);
-    await expect.poll(() => handledCount([control]), { timeout: 60_000 }).toBe(100);
+    // Done is a state (at least once: a loaded broker may deliver a copy once more): every copy handled on both
+    // sides, and the control has run each id at least twice.
+    const controlRanEachTwice = async () => {
+      const counts = await effectsOf(db, controlName);
+      return counts.size === 50 && [...counts.values()].every((count) => count >= 2);
+    };
+    await expect
+      .poll(
+        async () =>
+          handledCount(three) >= 100 && handledCount([control]) >= 100 && (await controlRanEachTwice()),
+        {
+          timeout: 60_000,
+        },
+      )
+      .toBe(true);
     const effects = await effectsOf(db, name);
     expect(effects.size).toBe(50);
     expect([...effects.values()].every((count) => count === 1)).toBe(true);
-    const controlEffects = await effectsOf(db, controlName);
-    expect(controlEffects.size).toBe(50);
-    expect([...controlEffects.values()].every((count) => count === 2)).toBe(true);
     const perProcess = three.map(
       (process) => process.lines.filter((line) => line.startsWith('handled ')).length,
     );
