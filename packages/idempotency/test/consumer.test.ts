@@ -18,7 +18,9 @@ import {
 } from '../src/consumer/index.ts';
 import { jetStreamMessage } from '../src/consumer/jetstream/index.ts';
 import { rabbitMqMessage } from '../src/consumer/rabbitmq/index.ts';
+import { resolveOptions } from '../src/core/config.ts';
 import type { IdempotencyStore } from '../src/core/store.ts';
+import { handleTransactional } from '../src/core/transactional.ts';
 import { createMariadbIdempotencyStore } from '../src/mariadb/index.ts';
 import { createPrismaIdempotencyStore, type SqlExecutor } from '../src/prisma/index.ts';
 import { createSqliteIdempotencyStore } from '../src/sqlite/index.ts';
@@ -148,6 +150,63 @@ describe.each(['Postgres', 'SQLite', 'MariaDB'])('the idempotent consumer on %s'
       outcome: 'executed',
     });
     expect(await effects(first.id)).toBe(3);
+  });
+
+  it('writes the inbox row completed with its claim: the effect’s transaction has no completion statement (CONTROL: a request’s run has one)', async () => {
+    const { store, effect } = backend();
+    const completions: string[] = [];
+    const counting: IdempotencyStore<SqlExecutor> = {
+      ...store,
+      complete: (key, ...rest) => {
+        completions.push(key.key);
+        return store.complete(key, ...rest);
+      },
+    };
+    const consumer = createIdempotentConsumer({
+      store: counting,
+      name: 'shipping',
+      handler: (received, tx) => effect(tx, received.id),
+    });
+    const first = message();
+    expect(await consumer.handle(first)).toEqual({ action: 'ack', outcome: 'executed' });
+    expect(completions).toEqual([]);
+    expect(await store.find({ scope: 'shipping', procedure: first.type, key: first.id })).toMatchObject({
+      state: 'completed',
+      fingerprint: fingerprintBody(first.body),
+    });
+    expect(await consumer.handle({ ...first, deliveryCount: 2 })).toEqual({
+      action: 'ack',
+      outcome: 'duplicate',
+    });
+
+    // CONTROL: the same lifecycle for a request, whose response is known only after its run, completes the key.
+    const request = { scope: 'shipping', procedure: 'order.ship', key: randomUUID(), fingerprint: 'f' };
+    const handled = await handleTransactional(counting, resolveOptions(), request, async (tx) => {
+      await effect(tx, request.key);
+      return { result: 'shipped', response: { kind: 'output', httpStatus: 200, body: '"shipped"' } };
+    });
+    expect(handled).toEqual({ kind: 'executed', result: 'shipped' });
+    expect(completions).toEqual([request.key]);
+  });
+
+  it('refuses a run that answers another response than the one its claim wrote: nothing commits', async () => {
+    const { store, effect, effects } = backend();
+    const request = { scope: 'shipping', procedure: 'order.ship', key: randomUUID(), fingerprint: 'f' };
+    const known = { kind: 'output', httpStatus: 200, body: '' } as const;
+    await expect(
+      handleTransactional(
+        store,
+        resolveOptions(),
+        request,
+        async (tx) => {
+          await effect(tx, request.key);
+          return { result: undefined, response: { ...known, body: 'other' } };
+        },
+        { responseBeforeRun: known },
+      ),
+    ).rejects.toThrow('must answer it or null');
+    expect(await effects(request.key)).toBe(0);
+    expect(await store.find(request)).toBeNull();
   });
 
   it('commits nothing when the handler fails: retried with backoff, dead-lettered after maxDeliveries; the inbox stays free', async () => {

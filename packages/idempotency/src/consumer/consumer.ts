@@ -3,7 +3,8 @@
  * (scope = the consumer's name, procedure = the message type, key = the message id, fingerprint = SHA-256 of the
  * body) in the SAME transaction as the handler's effect — transactional mode's lifecycle (core/transactional.ts),
  * not a claim of its own — so the effect and the inbox row commit together or not at all. A redelivery of a
- * committed message finds its row and runs nothing.
+ * committed message finds its row and runs nothing. The row is written completed by the claim itself (there is
+ * no response to store after the handler), so the inbox adds one statement to the effect's transaction, not two.
  */
 import { hash } from 'node:crypto';
 import { resolveOptions } from '../core/config.ts';
@@ -139,16 +140,22 @@ export function createIdempotentConsumer<TTx, TBody = unknown>(
     let failure: { error: unknown } | null = null;
     let handled: HandledRequest<void>;
     try {
-      handled = await handleTransactional(store, options, request, async (tx) => {
-        try {
-          await handler(consumed, tx);
-        } catch (error) {
-          failure = { error };
-          // Not stored: the transaction rolls back, the inbox row with it.
-          return { result: undefined, response: null };
-        }
-        return { result: undefined, response: HANDLED };
-      });
+      handled = await handleTransactional(
+        store,
+        options,
+        request,
+        async (tx) => {
+          try {
+            await handler(consumed, tx);
+          } catch (error) {
+            failure = { error };
+            // Not stored: the transaction rolls back, the inbox row with it.
+            return { result: undefined, response: null };
+          }
+          return { result: undefined, response: HANDLED };
+        },
+        { responseBeforeRun: HANDLED },
+      );
     } catch (error) {
       if (error instanceof IdempotencyError && error.code === IdempotencyErrorCode.keyReused) {
         onAnomaly({
