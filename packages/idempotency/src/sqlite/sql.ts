@@ -64,16 +64,23 @@ export function isSqliteBusy(error: unknown): boolean {
   );
 }
 
+/** The better-sqlite3 client's (`sqliteDatabaseExecutor`) wait for its one connection ran past `maxWait`. */
+export class SqliteConnectionWaitError extends Error {
+  override readonly name = 'SqliteConnectionWaitError';
+}
+
 /**
- * Prisma's P2028 for an interactive transaction that could not start within `maxWait`: with SQLite's one
- * connection per client, that is waiting for this process's current writer (the in-process lock wait).
+ * A transaction that could not start within `maxWait` (Prisma's P2028, or `SqliteConnectionWaitError`): with
+ * SQLite's one connection per client, that is waiting for this process's current writer (the in-process lock
+ * wait).
  */
 export function isTransactionStartTimeout(error: unknown): boolean {
   return someInChain(
     error,
     (candidate) =>
-      candidate.code === 'P2028' &&
-      /unable to start a transaction in the given time/i.test(text(candidate.message)),
+      candidate instanceof SqliteConnectionWaitError ||
+      (candidate.code === 'P2028' &&
+        /unable to start a transaction in the given time/i.test(text(candidate.message))),
   );
 }
 
