@@ -6,7 +6,8 @@
  * `./testing` kit run against it. About 15 s, most of it `pnpm build`, `pnpm install` and `prisma generate`.
  * The control is the same app without the recipe's `responseMeta` line: the kit fails it (no
  * `Idempotent-Replayed` on a replay). The same newcomer on Express (`./express`) passes the kit too, on Prisma and
- * on a plain node-postgres Pool (`./pg`), and the route without the middleware fails it.
+ * on a plain node-postgres Pool (`./pg`), and the route without the middleware fails it; and on Hono with a plain
+ * better-sqlite3 Database (`./fetch`, `./sqlite`), installed from the tarball `npm pack` made, with its own control.
  *
  * The Prisma CLI runs offline through the repository's wasm schema engine (PRISMA_SCHEMA_ENGINE_BINARY, the
  * README's offline route); everything else the app imports is the registry's.
@@ -218,17 +219,113 @@ function onPlainPg(app: string): string {
   return result;
 }
 
+/**
+ * A newcomer on Hono with a plain better-sqlite3 Database (`./fetch`, `./sqlite`), no Prisma and no Postgres: the
+ * README's "SQLite without Prisma" recipe, from the tarball `npm pack` made.
+ */
+const HONO_SQLITE_APP = `
+import { serve } from '@hono/node-server';
+import { createFetchIdempotency } from '@idem/idempotency/fetch';
+import { createBetterSqliteIdempotencyStore, sqliteIdempotencyKeysSchema } from '@idem/idempotency/sqlite';
+import { runIdempotencyConformance, formatConformanceReport } from '@idem/idempotency/testing';
+import Database from 'better-sqlite3';
+import { Hono } from 'hono';
+
+const database = new Database(process.env.SQLITE_FILE, { timeout: 5000 });
+database.pragma('journal_mode = wal');
+for (const statement of sqliteIdempotencyKeysSchema().statements) database.exec(statement);
+database.exec('create table if not exists notes (id integer primary key, author text not null, text text not null)');
+const tokens = { 'token-alice': 'alice', 'token-bob': 'bob' };
+const principalOf = (request) => tokens[(request.headers.get('authorization') ?? '').replace(/^Bearer /, '')] ?? null;
+const idempotency = createFetchIdempotency({ store: createBetterSqliteIdempotencyStore(database), getScope: principalOf });
+const createNote = idempotency.transactional(async (request, { tx }) => {
+  const text = (await request.json().catch(() => null))?.text;
+  if (typeof text !== 'string' || text === '') return Response.json({ error: 'text is required' }, { status: 400 });
+  if (text === 'taken') return Response.json({ error: 'That text is taken.' }, { status: 422 });
+  await tx.$executeRawUnsafe('insert into notes (author, text) values (?, ?)', principalOf(request), text);
+  return Response.json({ text, at: new Date() }, { status: 201, headers: { location: '/notes/' + encodeURIComponent(text) } });
+}, { procedure: 'notes.create' });
+const app = new Hono();
+app.post('/notes', (c) => createNote(c.req.raw));
+const server = await new Promise((resolve) => { const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s)); });
+
+let n = 0;
+const report = await runIdempotencyConformance({
+  protocol: 'http',
+  url: 'http://127.0.0.1:' + server.address().port + '/notes',
+  procedure: 'notes.create',
+  input: () => ({ text: 'hono note ' + ++n }),
+  differentInput: () => ({ text: 'hono other ' + ++n }),
+  invalidInput: () => ({ text: '' }),
+  principals: [
+    { headers: { authorization: 'Bearer token-alice' }, scope: 'alice' },
+    { headers: { authorization: 'Bearer token-bob' }, scope: 'bob' },
+  ],
+  unauthenticatedHeaders: {},
+  executions: async () => database.prepare('select count(*) as n from notes').get().n,
+  businessErrorInput: () => ({ text: 'taken' }),
+  store: createBetterSqliteIdempotencyStore(database),
+});
+console.error(formatConformanceReport(report));
+console.log(JSON.stringify({ passed: report.passed, ran: report.results.map((r) => [r.id, r.passed]) }));
+server.close();
+database.close();
+`;
+
 let scratch: string;
 let appDir: string;
+let honoDir: string;
 let schema: string;
 
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), 'idem-newcomer-'));
-  const packed = await withBuildLock(async () => {
+  const npmDestination = path.join(scratch, 'npm-pack');
+  await mkdir(npmDestination);
+  const [packed, npmPacked] = await withBuildLock(async () => {
     await mustRun('pnpm', ['run', 'build'], packageDir);
-    return mustRun('pnpm', ['pack', '--pack-destination', scratch, '--json'], packageDir);
+    // Both packers, one after the other, from the same dist.
+    return [
+      await mustRun('pnpm', ['pack', '--pack-destination', scratch, '--json'], packageDir),
+      await mustRun(
+        'npm',
+        ['pack', '--pack-destination', npmDestination, '--json', '--ignore-scripts'],
+        packageDir,
+      ),
+    ];
   });
   const tarball = (JSON.parse(packed.stdout) as { filename: string }).filename;
+  const npmTarball = path.join(
+    npmDestination,
+    (JSON.parse(npmPacked.stdout) as Array<{ filename: string }>)[0]?.filename ?? 'no tarball',
+  );
+
+  // The Hono + better-sqlite3 app: npm pack's tarball, its own directory (no Prisma, no Postgres in it).
+  honoDir = path.join(scratch, 'hono-app');
+  await mkdir(honoDir);
+  const honoDependencies: Record<string, string> = { '@idem/idempotency': `file:${npmTarball}` };
+  for (const name of ['hono', '@hono/node-server', 'better-sqlite3'])
+    honoDependencies[name] = catalogVersion(name);
+  await writeFile(
+    path.join(honoDir, 'package.json'),
+    JSON.stringify({
+      name: 'newcomer-hono-app',
+      private: true,
+      type: 'module',
+      dependencies: honoDependencies,
+    }),
+  );
+  // pnpm 12 runs a dependency's build script only when allowed: better-sqlite3's builds its native addon.
+  await writeFile(path.join(honoDir, 'pnpm-workspace.yaml'), 'allowBuilds:\n  better-sqlite3: true\n');
+  await mustRun('pnpm', ['install', '--prefer-offline'], honoDir);
+  await writeFile(path.join(honoDir, 'app.mjs'), HONO_SQLITE_APP);
+  const honoUnprotected = HONO_SQLITE_APP.replace(
+    'const createNote = idempotency.transactional(async (request, { tx }) => {',
+    'const tx = { $executeRawUnsafe: async (sql, ...values) => database.prepare(sql).run(...values).changes };\n' +
+      'const createNote = async (request) => {',
+  ).replace("}, { procedure: 'notes.create' });", '};');
+  if (honoUnprotected.includes('idempotency.transactional'))
+    throw new Error('the control must drop the middleware');
+  await writeFile(path.join(honoDir, 'app-unprotected.mjs'), honoUnprotected);
 
   appDir = path.join(scratch, 'app');
   await mkdir(path.join(appDir, 'prisma'), { recursive: true });
@@ -318,7 +415,17 @@ function databaseUrl(): string {
 async function runApp(file: string) {
   const options = encodeURIComponent(`-c search_path=${schema}`);
   const url = `${databaseUrl()}${databaseUrl().includes('?') ? '&' : '?'}options=${options}`;
-  const { stdout, stderr } = await mustRun(process.execPath, [file], appDir, { DATABASE_URL: url });
+  return verdictOf(await mustRun(process.execPath, [file], appDir, { DATABASE_URL: url }));
+}
+
+/** Runs one of the Hono app's files on a new SQLite file of its own. */
+async function runHonoApp(file: string) {
+  return verdictOf(
+    await mustRun(process.execPath, [file], honoDir, { SQLITE_FILE: path.join(honoDir, `${file}.db`) }),
+  );
+}
+
+function verdictOf({ stdout, stderr }: { stdout: string; stderr: string }) {
   const report = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as {
     passed: boolean;
     ran: Array<[string, boolean]>;
@@ -355,6 +462,22 @@ describe('a newcomer app, from the packed tarball and the README', () => {
     expect(report.passed, report.printed).toBe(true);
     expect(report.ran.length).toBeGreaterThan(8);
   });
+
+  it('on Hono with a plain better-sqlite3 Database (./sqlite), from npm pack’s tarball: passes the conformance kit', async () => {
+    const report = await runHonoApp('app.mjs');
+    expect(report.passed, report.printed).toBe(true);
+    expect(
+      report.ran.map(([id]) => id),
+      report.printed,
+    ).toEqual(expect.arrayContaining(['replay', 'fingerprint', 'concurrency', 'scope', 'missing-key']));
+  }, 120_000);
+
+  it('control: the same Hono route without the middleware fails the kit', async () => {
+    const report = await runHonoApp('app-unprotected.mjs');
+    expect(report.passed).toBe(false);
+    for (const id of ['replay', 'fingerprint', 'concurrency', 'missing-key'])
+      expect(report.ran, id).toContainEqual([id, false]);
+  }, 120_000);
 
   it('control: the same Express route without the middleware fails the kit', async () => {
     const report = await runApp('express-app-unprotected.mjs');
