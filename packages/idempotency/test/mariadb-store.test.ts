@@ -7,23 +7,22 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RecordKey, StoredResponse } from '../src/index.ts';
+import type { StoredResponse } from '../src/index.ts';
 import { explainingMissingMariadbTable } from '../src/mariadb/errors.ts';
 import {
   createMariadbIdempotencyStore,
   MariadbIdempotencyTableMissingError,
   MariadbKeyColumnTooLongError,
   MariadbResponseTooLargeError,
-  mariadbIdempotencyKeysSchema,
   type PrismaTransactionLike,
 } from '../src/mariadb/index.ts';
 import { hasMariadbErrno } from '../src/mariadb/sql.ts';
 import { sleep, uniqueTableName, waitUntil } from './support/db.ts';
 import { connectMariadbWithOwnTable, type MariadbWithOwnTable } from './support/mariadb.ts';
+import { mariadbRows, where } from './support/mariadb-rows.ts';
 import {
   claimHeldOpen,
   describeStoreContract,
-  type EngineRows,
   type StoreBackend,
   seedCleanupRows,
   withKeyTable,
@@ -43,89 +42,10 @@ afterAll(async () => {
   await mariadb?.dispose();
 });
 
-const where = 'scope = ? AND `procedure` = ? AND `key` = ?';
-const keyParams = (key: RecordKey) => [key.scope, key.procedure, key.key];
-/** `seconds` from the database's UTC clock, as SQL (NULL: no time). */
-const fromNow = (seconds: number | null) =>
-  seconds === null ? 'NULL' : `TIMESTAMPADD(SECOND, ${seconds}, UTC_TIMESTAMP(6))`;
-/** A TIMESTAMPDIFF in microseconds, in seconds. */
-const seconds = (microseconds: bigint) => Number(microseconds) / 1e6;
-
-/** MariaDB's own SQL for the rows the store contract looks at (times in UTC, to the microsecond). */
-const mariadbRows: EngineRows = {
-  async setTime(key, column, offset) {
-    await db.$executeRawUnsafe(
-      `UPDATE idempotency_keys SET ${column} = TIMESTAMPADD(MICROSECOND, ROUND(? * 1000000), UTC_TIMESTAMP(6))
-       WHERE ${where}`,
-      offset,
-      ...keyParams(key),
-    );
-  },
-  async readRow(key) {
-    const rows = await db.$queryRawUnsafe<
-      Array<{
-        http_status: number | null;
-        retention: bigint;
-        lease: bigint | null;
-        left: bigint | null;
-        age: bigint;
-      }>
-    >(
-      `SELECT http_status,
-              TIMESTAMPDIFF(MICROSECOND, created_at, expires_at) AS retention,
-              TIMESTAMPDIFF(MICROSECOND, created_at, locked_until) AS lease,
-              TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), locked_until) AS \`left\`,
-              TIMESTAMPDIFF(MICROSECOND, created_at, UTC_TIMESTAMP(6)) AS age
-       FROM idempotency_keys WHERE ${where}`,
-      ...keyParams(key),
-    );
-    const row = rows[0];
-    return row
-      ? {
-          httpStatus: row.http_status,
-          retentionSeconds: seconds(row.retention),
-          leaseSeconds: row.lease === null ? null : seconds(row.lease),
-          leaseLeftSeconds: row.left === null ? null : seconds(row.left),
-          ageSeconds: seconds(row.age),
-        }
-      : null;
-  },
-  async rowCount(key) {
-    const rows = await db.$queryRawUnsafe<Array<{ n: bigint }>>(
-      `SELECT COUNT(*) AS n FROM idempotency_keys WHERE ${where}`,
-      ...keyParams(key),
-    );
-    return Number(rows[0]?.n ?? -1);
-  },
-  async createKeyTable(table) {
-    await mariadb.scratch.execute(mariadbIdempotencyKeysSchema(table).statements);
-  },
-  async dropTable(table) {
-    await db.$executeRawUnsafe(`DROP TABLE \`${table}\``);
-  },
-  async seed(table, procedure, shape, count) {
-    const owner = shape.state === 'processing' ? 'UUID()' : 'NULL';
-    const times = [shape.lockedUntil, shape.createdAt, shape.expiresAt].map(fromNow).join(', ');
-    const row = `('cleanup', ?, ?, REPEAT('0', 64), ?, ${owner}, ${times})`;
-    await db.$executeRawUnsafe(
-      `INSERT INTO \`${table}\` (scope, \`procedure\`, \`key\`, fingerprint, state, lease_owner, locked_until, created_at, expires_at)
-       VALUES ${Array.from({ length: count }, () => row).join(', ')}`,
-      ...Array.from({ length: count }, (_, i) => [procedure, String(i + 1), shape.state]).flat(),
-    );
-  },
-  async countsByProcedure(table) {
-    // The key columns are VARBINARY: the procedure read back as text.
-    const rows = await db.$queryRawUnsafe<Array<{ kind: string; n: bigint }>>(
-      `SELECT CAST(\`procedure\` AS CHAR) AS kind, COUNT(*) AS n FROM \`${table}\` GROUP BY \`procedure\``,
-    );
-    return Object.fromEntries(rows.map((row) => [row.kind, Number(row.n)]));
-  },
-};
-
 describeStoreContract(
   'MariaDB',
   (): StoreBackend<PrismaTransactionLike<MariadbWithOwnTable['db']>> => ({
-    ...mariadbRows,
+    ...mariadbRows(db, mariadb.scratch),
     store,
     // A pool: another connection reads while a transaction holds one.
     observer: store,
@@ -204,7 +124,9 @@ describe('keys, times and limits (MariaDB)', () => {
     await expect(store.claim(claimRequest({ key: 'k'.repeat(256) }))).rejects.toThrow(
       /at most 255\. Use a shorter key\.$/,
     );
-    expect(await mariadbRows.rowCount({ ...long, scope: long.scope.slice(0, 256) })).toBe(0);
+    expect(
+      await mariadbRows(db, mariadb.scratch).rowCount({ ...long, scope: long.scope.slice(0, 256) }),
+    ).toBe(0);
     // The limit itself fits.
     expect((await store.claim(claimRequest({ scope: 'é'.repeat(256) }))).claimed).toBe(true);
   });
@@ -322,7 +244,7 @@ describe('transaction (MariaDB)', () => {
 
 describe('cleanup (MariaDB)', () => {
   it('a deadlock victim (the cleanup crossing a transaction that locks rows the other way) is run again; control: the bare DELETE fails with 1213', async () => {
-    await withKeyTable(mariadbRows, async (table) => {
+    await withKeyTable(mariadbRows(db, mariadb.scratch), async (table) => {
       const privateStore = createMariadbIdempotencyStore(db, { table });
       const rowLock = (key: string) =>
         `SELECT 1 FROM \`${table}\` WHERE scope = 'cleanup' AND \`procedure\` = 'expiredCompleted' AND \`key\` = '${key}' FOR UPDATE`;
@@ -342,8 +264,8 @@ describe('cleanup (MariaDB)', () => {
        * expires_at order: key 1, then key 2) is blocked on it, then locks key 1: a cycle.
        */
       async function crossing(cleanup: () => Promise<number>) {
-        await seedCleanupRows(mariadbRows, table, 'expiredCompleted', 2);
-        await seedCleanupRows(mariadbRows, table, 'liveCompleted', 50);
+        await seedCleanupRows(mariadbRows(db, mariadb.scratch), table, 'expiredCompleted', 2);
+        await seedCleanupRows(mariadbRows(db, mariadb.scratch), table, 'liveCompleted', 50);
         await db.$executeRawUnsafe(`CREATE TABLE IF NOT EXISTS \`${table}_weight\` (i INT NOT NULL)`);
         let result: Promise<number | unknown> = Promise.resolve(null);
         await db.$transaction(
@@ -362,7 +284,7 @@ describe('cleanup (MariaDB)', () => {
       }
 
       expect(await crossing(() => privateStore.deleteExpiredBatch(10))).toBe(2);
-      expect(await mariadbRows.countsByProcedure(table)).toEqual({ liveCompleted: 50 });
+      expect(await mariadbRows(db, mariadb.scratch).countsByProcedure(table)).toEqual({ liveCompleted: 50 });
 
       await db.$executeRawUnsafe(`DELETE FROM \`${table}\``);
       const control = await crossing(() =>

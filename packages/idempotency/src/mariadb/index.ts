@@ -1,6 +1,7 @@
 /**
  * @idem/idempotency/mariadb — the key table on MariaDB (InnoDB; tested on 10.11) through any Prisma 7 client on
- * `@prisma/adapter-mariadb`: the store the tRPC adapter claims with, and the table's schema.
+ * `@prisma/adapter-mariadb`, or on a plain `mariadb` connector pool (`createMariadbPoolIdempotencyStore`, no
+ * Prisma): the store the adapters claim with, and the table's schema.
  */
 
 export { type CleanupResult, cleanupExpiredKeys } from '../stores/cleanup.ts';
@@ -12,6 +13,16 @@ export {
   MariadbKeyColumnTooLongError,
   MariadbResponseTooLargeError,
 } from './errors.ts';
+export {
+  createMariadbPoolIdempotencyStore,
+  type MariadbConnectionLike,
+  type MariadbFieldLike,
+  type MariadbPoolExecutor,
+  type MariadbPoolLike,
+  type MariadbQueryOptionsLike,
+  MariadbTransactionTimeoutError,
+  mariadbPoolExecutor,
+} from './pool-executor.ts';
 export { type MariadbIdempotencyKeysSchema, mariadbIdempotencyKeysSchema } from './schema.ts';
 export { MARIADB_KEY_COLUMN_BYTES, MARIADB_RESPONSE_BYTES } from './sql.ts';
 export { createMariadbIdempotencyStore, type MariadbStoreOptions } from './store.ts';

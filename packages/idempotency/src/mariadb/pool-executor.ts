@@ -1,0 +1,74 @@
+/**
+ * A `mariadb` connector `Pool` as the client the MariaDB store takes (`PrismaClientLike`): `pool.query` for a
+ * statement alone, one pooled connection per transaction — bounded and fenced as stores/pooled-executor.ts says.
+ *
+ * Two things of the connector's defaults would change what the store reads, so each statement says its own:
+ * times (the store writes UTC_TIMESTAMP(6) into DATETIME columns, which the connector would read as the
+ * process's local time: off by its zone's offset anywhere but UTC) are read as UTC; counts come back as numbers.
+ * The store counts matched rows for an UPDATE: keep the connector's `foundRows` at its default (true).
+ *
+ * Structural: the library imports no driver; any `mariadb` 3 `Pool` fits.
+ */
+
+import { pooledExecutor } from '../stores/pooled-executor.ts';
+import type { PrismaClientLike } from '../stores/prisma-client.ts';
+import { createMariadbIdempotencyStore, type MariadbStoreOptions } from './store.ts';
+
+/** The column a `typeCast` is asked about (the connector's `FieldInfo`, the part read here). */
+export interface MariadbFieldLike {
+  type: string;
+  string(): string | null;
+}
+export interface MariadbQueryOptionsLike {
+  sql: string;
+  typeCast: <TDecoded>(field: MariadbFieldLike, next: () => TDecoded) => TDecoded | Date | null;
+  bigIntAsNumber: boolean;
+}
+export interface MariadbConnectionLike {
+  query(options: MariadbQueryOptionsLike, values?: unknown[]): Promise<unknown>;
+  release(): Promise<void> | void;
+  destroy(): Promise<void> | void;
+}
+export interface MariadbPoolLike {
+  query(options: MariadbQueryOptionsLike, values?: unknown[]): Promise<unknown>;
+  getConnection(): Promise<MariadbConnectionLike>;
+}
+
+export class MariadbTransactionTimeoutError extends Error {
+  override readonly name = 'MariadbTransactionTimeoutError';
+}
+
+export type MariadbPoolExecutor = PrismaClientLike;
+
+/** A DATETIME or TIMESTAMP as the UTC instant the store wrote ('YYYY-MM-DD HH:MM:SS[.ffffff]'). */
+function utcTimes<TDecoded>(field: MariadbFieldLike, next: () => TDecoded): TDecoded | Date | null {
+  if (field.type !== 'DATETIME' && field.type !== 'TIMESTAMP') return next();
+  const text = field.string();
+  return text === null ? null : new Date(`${text.replace(' ', 'T')}Z`);
+}
+
+const options = (sql: string): MariadbQueryOptionsLike => ({ sql, typeCast: utcTimes, bigIntAsNumber: true });
+
+/** Rows of a result set (the connector adds a `meta` property to the array: dropped), or none for an OK. */
+const rowsOf = (result: unknown): unknown[] => (Array.isArray(result) ? [...result] : []);
+/** An OK packet's affected (matched, with foundRows) rows; a result set's length. */
+const countOf = (result: unknown): number =>
+  Array.isArray(result)
+    ? result.length
+    : Number((result as { affectedRows?: number | bigint }).affectedRows ?? 0);
+
+/** `pool` as the MariaDB store's client. */
+export function mariadbPoolExecutor(pool: MariadbPoolLike): MariadbPoolExecutor {
+  return pooledExecutor<MariadbConnectionLike>({
+    query: async (on, sql, values) => rowsOf(await (on ?? pool).query(options(sql), values)),
+    execute: async (on, sql, values) => countOf(await (on ?? pool).query(options(sql), values)),
+    connect: () => pool.getConnection(),
+    release: (connection, destroy) => void (destroy ? connection.destroy() : connection.release()),
+    timeoutError: (message) => new MariadbTransactionTimeoutError(message),
+  });
+}
+
+/** The MariaDB store on a `mariadb` connector pool: the same table, SQL and guarantees as on Prisma. */
+export function createMariadbPoolIdempotencyStore(pool: MariadbPoolLike, options: MariadbStoreOptions = {}) {
+  return createMariadbIdempotencyStore(mariadbPoolExecutor(pool), options);
+}
