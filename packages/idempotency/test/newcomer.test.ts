@@ -136,6 +136,33 @@ await db.$disconnect();
 `;
 
 /**
+ * The packed kit run against a plain HTTP app's `POST /notes` on `server` (the two principals' tokens, a note
+ * per input), its report printed: `executions` and `store` are the app's JavaScript for counting notes and its
+ * store.
+ */
+function httpKitRun(name: string, executions: string, store: string): string {
+  return `let n = 0;
+const report = await runIdempotencyConformance({
+  protocol: 'http',
+  url: 'http://127.0.0.1:' + server.address().port + '/notes',
+  procedure: 'notes.create',
+  input: () => ({ text: '${name} note ' + ++n }),
+  differentInput: () => ({ text: '${name} other ' + ++n }),
+  invalidInput: () => ({ text: '' }),
+  principals: [
+    { headers: { authorization: 'Bearer token-alice' }, scope: 'alice' },
+    { headers: { authorization: 'Bearer token-bob' }, scope: 'bob' },
+  ],
+  unauthenticatedHeaders: {},
+  executions: ${executions},
+  businessErrorInput: () => ({ text: 'taken' }),
+  store: ${store},
+});
+console.error(formatConformanceReport(report));
+console.log(JSON.stringify({ passed: report.passed, ran: report.results.map((r) => [r.id, r.passed]) }));`;
+}
+
+/**
  * The same newcomer on Express 5 with the README's "Plain HTTP" recipe (`express.json()`, then the middleware,
  * the write through `idempotency.tx(res)`), and the packed kit as a plain HTTP target.
  */
@@ -164,25 +191,7 @@ app.post('/notes', express.json(), idempotency.transactional({ procedure: 'notes
 });
 const server = await new Promise((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
 
-let n = 0;
-const report = await runIdempotencyConformance({
-  protocol: 'http',
-  url: 'http://127.0.0.1:' + server.address().port + '/notes',
-  procedure: 'notes.create',
-  input: () => ({ text: 'express note ' + ++n }),
-  differentInput: () => ({ text: 'express other ' + ++n }),
-  invalidInput: () => ({ text: '' }),
-  principals: [
-    { headers: { authorization: 'Bearer token-alice' }, scope: 'alice' },
-    { headers: { authorization: 'Bearer token-bob' }, scope: 'bob' },
-  ],
-  unauthenticatedHeaders: {},
-  executions: async () => Number((await db.$queryRawUnsafe('select count(*)::int as n from notes'))[0].n),
-  businessErrorInput: () => ({ text: 'taken' }),
-  store: createPrismaIdempotencyStore(db),
-});
-console.error(formatConformanceReport(report));
-console.log(JSON.stringify({ passed: report.passed, ran: report.results.map((r) => [r.id, r.passed]) }));
+${httpKitRun('express', "async () => Number((await db.$queryRawUnsafe('select count(*)::int as n from notes'))[0].n)", 'createPrismaIdempotencyStore(db)')}
 server.closeAllConnections();
 server.close();
 await db.$disconnect();
@@ -249,25 +258,7 @@ const app = new Hono();
 app.post('/notes', (c) => createNote(c.req.raw));
 const server = await new Promise((resolve) => { const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s)); });
 
-let n = 0;
-const report = await runIdempotencyConformance({
-  protocol: 'http',
-  url: 'http://127.0.0.1:' + server.address().port + '/notes',
-  procedure: 'notes.create',
-  input: () => ({ text: 'hono note ' + ++n }),
-  differentInput: () => ({ text: 'hono other ' + ++n }),
-  invalidInput: () => ({ text: '' }),
-  principals: [
-    { headers: { authorization: 'Bearer token-alice' }, scope: 'alice' },
-    { headers: { authorization: 'Bearer token-bob' }, scope: 'bob' },
-  ],
-  unauthenticatedHeaders: {},
-  executions: async () => database.prepare('select count(*) as n from notes').get().n,
-  businessErrorInput: () => ({ text: 'taken' }),
-  store: createBetterSqliteIdempotencyStore(database),
-});
-console.error(formatConformanceReport(report));
-console.log(JSON.stringify({ passed: report.passed, ran: report.results.map((r) => [r.id, r.passed]) }));
+${httpKitRun('hono', "async () => database.prepare('select count(*) as n from notes').get().n", 'createBetterSqliteIdempotencyStore(database)')}
 server.close();
 database.close();
 `;
