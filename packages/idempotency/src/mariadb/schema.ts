@@ -13,10 +13,10 @@
  * - response is MEDIUMTEXT (16 MiB): TEXT stops at 64 KiB.
  */
 import {
-  columnDefinitions,
   type DialectColumns,
-  KEY_PRIMARY_KEY,
-  type KeyColumnName,
+  type KeyTableIndex,
+  type KeyTableSchema,
+  keyTableSchema,
   prismaModelText,
 } from '../stores/key-table.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
@@ -44,13 +44,7 @@ const COLUMNS: DialectColumns = {
   replay_count: { sqlType: 'INT', prismaType: 'Int' },
 };
 
-interface Index {
-  suffix: string;
-  columns: readonly KeyColumnName[];
-  doc?: string[];
-}
-
-const INDEXES: readonly Index[] = [
+const INDEXES: readonly KeyTableIndex[] = [
   { suffix: 'expires_at_idx', columns: ['expires_at'], doc: ['The cleanup walks expired keys by expiry.'] },
   {
     suffix: 'in_flight_idx',
@@ -62,39 +56,23 @@ const INDEXES: readonly Index[] = [
   },
 ];
 
-export interface MariadbIdempotencyKeysSchema {
-  /** The table as given (`idempotency_keys`, or `database.table`). */
-  table: string;
-  /**
-   * `CREATE TABLE IF NOT EXISTS` with its indexes inline, for a migration you write yourself: run again, it
-   * changes nothing (nor an existing table of the same name).
-   */
-  ddl: string;
-  /** The statements of `ddl` one by one (a prepared statement holds one). */
-  statements: string[];
-  /** The model to paste into a `schema.prisma` whose datasource provider is "mysql" (then `prisma migrate dev`). */
-  prismaModel: string;
-  /** Every index the store's statements rely on, besides the primary key (scope, procedure, key). */
-  indexes: Array<{ name: string; columns: string[] }>;
-}
+export type MariadbIdempotencyKeysSchema = KeyTableSchema;
 
 /** The MariaDB key table's definition for `table` (default `idempotency_keys`). */
 export function mariadbIdempotencyKeysSchema(
   table: string = DEFAULT_IDEMPOTENCY_TABLE,
 ): MariadbIdempotencyKeysSchema {
-  const quoted = quoteMariadbTable(table);
-  const bare = bareMariadbTableName(table);
-  const quote = (name: string) => `\`${name}\``;
-  const columnList = (names: readonly string[]) => names.map(quote).join(', ');
-  const indexes = INDEXES.map((index) => ({ name: `${bare}_${index.suffix}`, columns: [...index.columns] }));
-  const columnLines = columnDefinitions(COLUMNS, quote);
-  const statements = [
-    `CREATE TABLE IF NOT EXISTS ${quoted} (\n${columnLines.join('\n')}\n\n` +
-      `    PRIMARY KEY (${columnList(KEY_PRIMARY_KEY)}),\n` +
-      indexes.map((index) => `    INDEX ${quote(index.name)} (${columnList(index.columns)})`).join(',\n') +
-      '\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;',
-  ];
-  return { table, ddl: `${statements.join('\n\n')}\n`, statements, prismaModel: prismaModel(table), indexes };
+  return keyTableSchema({
+    table,
+    quoted: quoteMariadbTable(table),
+    bare: bareMariadbTableName(table),
+    quote: (name) => `\`${name}\``,
+    listSeparator: ', ',
+    columns: COLUMNS,
+    indexes: INDEXES,
+    inlineIndexes: { tableOptions: ' ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin' },
+    prismaModel: prismaModel(table),
+  });
 }
 
 function prismaModel(table: string): string {

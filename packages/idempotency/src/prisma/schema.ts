@@ -4,10 +4,10 @@
  * repo's `prisma/schema.prisma` and its migrations against them, so the documented table is the one in use.
  */
 import {
-  columnDefinitions,
   type DialectColumns,
-  KEY_PRIMARY_KEY,
-  type KeyColumnName,
+  type KeyTableIndex,
+  type KeyTableSchema,
+  keyTableSchema,
   prismaModelText,
 } from '../stores/key-table.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
@@ -35,12 +35,7 @@ const COLUMNS: DialectColumns = {
   replay_count: { sqlType: 'INTEGER', prismaType: 'Int' },
 };
 
-interface Index {
-  /** Appended to the table's name: `<table>_<suffix>`. */
-  suffix: string;
-  columns: readonly KeyColumnName[];
-  /** What it serves (the Prisma model's doc comment, one entry per line). */
-  doc?: string[];
+interface Index extends KeyTableIndex {
   /** The Prisma model names it explicitly (`map:`) instead of Prisma's default `<table>_<columns>_idx`. */
   prismaMap: boolean;
 }
@@ -59,47 +54,22 @@ const INDEXES: readonly Index[] = [
   },
 ];
 
-export interface IdempotencyKeysSchema {
-  /** The table as given (`idempotency_keys`, or `schema.table`). */
-  table: string;
-  /**
-   * `CREATE TABLE IF NOT EXISTS` and its `CREATE INDEX IF NOT EXISTS` statements, for a migration you write
-   * yourself: run again, they change nothing (nor an existing table or index of the same name).
-   */
-  ddl: string;
-  /** The statements of `ddl` one by one (Postgres runs one prepared statement at a time). */
-  statements: string[];
-  /** The model to paste into `schema.prisma` (then `prisma migrate dev`). */
-  prismaModel: string;
-  /** Every index the store's statements rely on, besides the primary key (scope, procedure, key). */
-  indexes: Array<{ name: string; columns: string[] }>;
-}
+export type IdempotencyKeysSchema = KeyTableSchema;
 
 /** The key table's definition for `table` (default `idempotency_keys`). */
 export function idempotencyKeysSchema(table: string = DEFAULT_IDEMPOTENCY_TABLE): IdempotencyKeysSchema {
-  const quoted = quoteTable(table);
   const bare = bareTableName(table);
-  const quote = (name: string) => `"${name}"`;
-  const columnList = (names: readonly string[]) => names.map(quote).join(',');
-  const indexes = INDEXES.map((index) => ({ name: `${bare}_${index.suffix}`, columns: [...index.columns] }));
-
-  const columnLines = columnDefinitions(COLUMNS, quote);
-  const statements = [
-    `CREATE TABLE IF NOT EXISTS ${quoted} (\n${columnLines.join('\n')}\n\n` +
-      `    CONSTRAINT ${quote(`${bare}_pkey`)} PRIMARY KEY (${columnList(KEY_PRIMARY_KEY)})\n);`,
-    ...indexes.map(
-      (index) =>
-        `CREATE INDEX IF NOT EXISTS ${quote(index.name)} ON ${quoted}(${columnList(index.columns)});`,
-    ),
-  ];
-
-  return {
+  return keyTableSchema({
     table,
-    ddl: `${statements.join('\n\n')}\n`,
-    statements,
+    quoted: quoteTable(table),
+    bare,
+    quote: (name) => `"${name}"`,
+    listSeparator: ',',
+    columns: COLUMNS,
+    indexes: INDEXES,
+    primaryKeyName: `${bare}_pkey`,
     prismaModel: prismaModel(table),
-    indexes,
-  };
+  });
 }
 
 function prismaModel(table: string): string {

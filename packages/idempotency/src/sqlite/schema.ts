@@ -6,10 +6,10 @@
  * means text order is time order, so `expires_at <= now` compares (and uses the index) as plain text.
  */
 import {
-  columnDefinitions,
   type DialectColumns,
-  KEY_PRIMARY_KEY,
-  type KeyColumnName,
+  type KeyTableIndex,
+  type KeyTableSchema,
+  keyTableSchema,
   prismaModelText,
 } from '../stores/key-table.ts';
 import { quoteSqliteTable } from './sql.ts';
@@ -32,13 +32,7 @@ const COLUMNS: DialectColumns = {
   replay_count: { sqlType: 'INTEGER', prismaType: 'Int' },
 };
 
-interface Index {
-  suffix: string;
-  columns: readonly KeyColumnName[];
-  doc?: string[];
-}
-
-const INDEXES: readonly Index[] = [
+const INDEXES: readonly KeyTableIndex[] = [
   { suffix: 'expires_at_idx', columns: ['expires_at'] },
   {
     suffix: 'in_flight_idx',
@@ -50,43 +44,20 @@ const INDEXES: readonly Index[] = [
   },
 ];
 
-export interface SqliteIdempotencyKeysSchema {
-  table: string;
-  /**
-   * `CREATE TABLE IF NOT EXISTS` and its `CREATE INDEX IF NOT EXISTS` statements, for a migration you write
-   * yourself: run again, they change nothing (nor an existing table or index of the same name).
-   */
-  ddl: string;
-  /** The statements of `ddl` one by one (a prepared statement runs one at a time). */
-  statements: string[];
-  /** The model to paste into a `schema.prisma` whose datasource is `provider = "sqlite"`. */
-  prismaModel: string;
-  /** Every index the store's statements rely on, besides the primary key (scope, procedure, key). */
-  indexes: Array<{ name: string; columns: string[] }>;
-}
+export type SqliteIdempotencyKeysSchema = KeyTableSchema;
 
 /** The SQLite key table's definition for `table` (default `idempotency_keys`). */
 export function sqliteIdempotencyKeysSchema(table = 'idempotency_keys'): SqliteIdempotencyKeysSchema {
-  const quoted = quoteSqliteTable(table);
-  const quote = (name: string) => `"${name}"`;
-  const columnList = (names: readonly string[]) => names.map(quote).join(', ');
-  const indexes = INDEXES.map((index) => ({ name: `${table}_${index.suffix}`, columns: [...index.columns] }));
-  const columnLines = columnDefinitions(COLUMNS, quote);
-  const statements = [
-    `CREATE TABLE IF NOT EXISTS ${quoted} (\n${columnLines.join('\n')}\n\n` +
-      `    PRIMARY KEY (${columnList(KEY_PRIMARY_KEY)})\n);`,
-    ...indexes.map(
-      (index) =>
-        `CREATE INDEX IF NOT EXISTS ${quote(index.name)} ON ${quoted}(${columnList(index.columns)});`,
-    ),
-  ];
-  return {
+  return keyTableSchema({
     table,
-    ddl: `${statements.join('\n\n')}\n`,
-    statements,
+    quoted: quoteSqliteTable(table),
+    bare: table,
+    quote: (name) => `"${name}"`,
+    listSeparator: ', ',
+    columns: COLUMNS,
+    indexes: INDEXES,
     prismaModel: prismaModel(table),
-    indexes,
-  };
+  });
 }
 
 function prismaModel(table: string): string {

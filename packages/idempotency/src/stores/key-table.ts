@@ -150,3 +150,82 @@ export function prismaModelText(model: {
     '',
   ].join('\n');
 }
+
+/** An index the store's statements rely on, besides the primary key: named `<table>_<suffix>`. */
+export interface KeyTableIndex {
+  suffix: string;
+  columns: readonly KeyColumnName[];
+  /** What it serves (the Prisma model's doc comment, one entry per line). */
+  doc?: string[];
+}
+
+/** A dialect's key table: what `idempotencyKeysSchema()` and its MariaDB and SQLite twins return. */
+export interface KeyTableSchema {
+  /** The table as given (`idempotency_keys`, or qualified where the dialect has schemas or databases). */
+  table: string;
+  /**
+   * `CREATE TABLE IF NOT EXISTS` and its indexes (`CREATE INDEX IF NOT EXISTS`, or inline on MariaDB), for a
+   * migration you write yourself: run again, they change nothing (nor an existing table or index of the same name).
+   */
+  ddl: string;
+  /** The statements of `ddl` one by one (a prepared statement holds one). */
+  statements: string[];
+  /** The model to paste into the dialect's `schema.prisma` (then `prisma migrate dev`). */
+  prismaModel: string;
+  /** Every index the store's statements rely on, besides the primary key (scope, procedure, key). */
+  indexes: Array<{ name: string; columns: string[] }>;
+}
+
+/** How a dialect spells the key table's DDL. */
+export interface KeyTableDialect {
+  /** The table as given, quoted, and bare (what index names start with). */
+  table: string;
+  quoted: string;
+  bare: string;
+  quote: (name: string) => string;
+  /** Between two columns of a key or an index. */
+  listSeparator: string;
+  columns: DialectColumns;
+  indexes: readonly KeyTableIndex[];
+  /** The primary key's constraint name (Postgres), or none. */
+  primaryKeyName?: string;
+  /** Indexes inside the CREATE TABLE (MariaDB), followed by these table options; else one statement each. */
+  inlineIndexes?: { tableOptions: string };
+  prismaModel: string;
+}
+
+/** The DDL, its statements and indexes of `dialect`, from the one column list. */
+export function keyTableSchema(dialect: KeyTableDialect): KeyTableSchema {
+  const { quote, quoted } = dialect;
+  const columnList = (names: readonly string[]) => names.map(quote).join(dialect.listSeparator);
+  const indexes = dialect.indexes.map((index) => ({
+    name: `${dialect.bare}_${index.suffix}`,
+    columns: [...index.columns],
+  }));
+  const constraint = dialect.primaryKeyName ? `CONSTRAINT ${quote(dialect.primaryKeyName)} ` : '';
+  const createTable =
+    `CREATE TABLE IF NOT EXISTS ${quoted} (\n${columnDefinitions(dialect.columns, quote).join('\n')}\n\n` +
+    `    ${constraint}PRIMARY KEY (${columnList(KEY_PRIMARY_KEY)})`;
+  const statements = dialect.inlineIndexes
+    ? [
+        `${createTable},\n` +
+          indexes
+            .map((index) => `    INDEX ${quote(index.name)} (${columnList(index.columns)})`)
+            .join(',\n') +
+          `\n)${dialect.inlineIndexes.tableOptions};`,
+      ]
+    : [
+        `${createTable}\n);`,
+        ...indexes.map(
+          (index) =>
+            `CREATE INDEX IF NOT EXISTS ${quote(index.name)} ON ${quoted}(${columnList(index.columns)});`,
+        ),
+      ];
+  return {
+    table: dialect.table,
+    ddl: `${statements.join('\n\n')}\n`,
+    statements,
+    prismaModel: dialect.prismaModel,
+    indexes,
+  };
+}
