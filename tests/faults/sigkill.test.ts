@@ -188,12 +188,16 @@ describe('idempotency under SIGKILL, 3 processes, one database', () => {
 
     // CONTROL: the same 50 clients without a shared key (what a client without Idempotency-Key support does).
     const controlIntent = scenario.intent();
+    // The same bounds: a control client that gave up on a loaded machine would charge nothing (CI: 46 of 49).
     const control = await storm(50, (i) => ({
       urls,
       token: TOKEN,
       intent: controlIntent,
       firstNode: i % 3,
       input: scenario.input(controlIntent),
+      timeoutMs: 90_000,
+      deadlineMs: 120_000,
+      maxAttempts: 200,
     }));
     const controlChecked = await report(control, 'parallel-50 CONTROL (a key per request)');
     expect(controlChecked.figures.duplicateCharges).toBe(49);

@@ -188,6 +188,8 @@ describe.each(BROKERS)('$broker: consumers as processes', { timeout: 90_000 }, (
 
     const next = consumerProcess(protectedTarget, { name, mode: 'protected' });
     const nextControl = consumerProcess(controlTarget, { name: controlName, mode: 'control' });
+    // A process's start is not part of what is polled for (a loaded machine took longer than the poll).
+    await Promise.all([next.ready, nextControl.ready]);
     await expect.poll(() => next.lines).toContain(`handled ${id} duplicate`);
     await expect.poll(() => nextControl.lines).toContain(`handled ${id} executed`);
     expect(await effectsOf(db, name)).toEqual(new Map([[id, 1]]));

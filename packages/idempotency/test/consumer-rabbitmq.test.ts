@@ -236,14 +236,17 @@ describe('RabbitMQ: the idempotent consumer', () => {
           persistent: true,
         });
     await publisher.waitForConfirms();
-    await expect.poll(() => protectedLogs.flat().length + controlLog.length).toBe(400);
+    // Delivered at least once: a delivery that waited past its lock timeout on a copy's row lock is released
+    // and delivered again (a loaded CI run had 15 such retries), so count acknowledgements — one per copy.
+    const acked = (log: Decided[]) => outcomes(log).filter((outcome) => outcome !== 'retry');
+    await expect.poll(() => acked(protectedLogs.flat()).length + acked(controlLog).length).toBe(400);
 
     const protectedEffects = await effectsOf(db, name);
     expect([...protectedEffects.keys()].sort()).toEqual([...ids].sort());
     expect([...protectedEffects.values()].every((n) => n === 1)).toBe(true);
-    const all = protectedLogs.flat();
-    expect(outcomes(all).filter((outcome) => outcome === 'executed')).toHaveLength(100);
-    expect(outcomes(all).filter((outcome) => outcome === 'duplicate')).toHaveLength(100);
+    const all = acked(protectedLogs.flat());
+    expect(all.filter((outcome) => outcome === 'executed')).toHaveLength(100);
+    expect(all.filter((outcome) => outcome === 'duplicate')).toHaveLength(100);
     const controlEffects = await effectsOf(db, controlName);
     expect(controlEffects.size).toBe(100);
     expect([...controlEffects.values()].every((n) => n === 2)).toBe(true);
