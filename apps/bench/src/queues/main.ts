@@ -5,8 +5,8 @@
  *   raw    acks at once, touches no database: the broker's own ack rate through the adapter (the floor)
  *   plain  the handler's effect (one INSERT) in a transaction of its own: no inbox
  *   inbox  createIdempotentConsumer: the message id claimed in the effect's transaction
- *   fast   the same, its store on the fast path (withIdempotencyFastPath: the claim sent with BEGIN, the
- *          completion with COMMIT, prepared once per connection), as apps/web runs it
+ *   fast   the same, its store on the fast path (withIdempotencyFastPath: the claim sent with BEGIN, prepared
+ *          once per connection), as apps/web runs it
  *
  * and reports messages/s for each (the median of the rounds) and inbox ÷ plain, fast ÷ plain. Then the outbox relay's latency,
  * from the effect's COMMIT to the consumer holding the message (relay polling every BENCH_RELAY_IDLE_MS).
@@ -323,7 +323,7 @@ function table(results: BrokerFigures[]): string {
     '|---|---|---|---|---|---|',
     ...rows,
     '',
-    `- ${settings.messages} preloaded messages per drain, ${settings.prefetch} handled at once (the Postgres pool as large), the median of ${settings.rounds} rounds, the arms taking turns. Effect: one INSERT; inbox: the claim and the completion in the same transaction.`,
+    `- ${settings.messages} preloaded messages per drain, ${settings.prefetch} handled at once (the Postgres pool as large), the median of ${settings.rounds} rounds, the arms taking turns. Effect: one INSERT; inbox: the claim, which writes the row completed, in the effect's transaction.`,
     `- Relay: ${settings.relayMessages} messages enqueued one by one, ${settings.relayIntervalMs} ms apart; the relay polls every ${settings.relayIdleMs} ms when idle.`,
   ].join('\n');
 }
