@@ -80,6 +80,7 @@ export function figures(checkout: CheckoutPath, options: BenchOptions): Figure[]
       id: 'checkout',
       label: 'checkout placeOrder p50, with / without the layer',
       value: checkout.ratio,
+      runs: checkout.runs.map((r) => r.protectedP50 / r.unprotectedP50),
       target: 'info',
       info: true,
       bound: 1,
