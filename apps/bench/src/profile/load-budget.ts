@@ -230,6 +230,9 @@ export function budgetMarkdown({ arms, connections }: BudgetInput): string {
     spreadRow('CPU, % of one core: the server process', (x) => x.cpu.server),
     spreadRow("… the app's Postgres backends (summed)", (x) => x.cpu.backends),
     spreadRow('… the load generator (autocannon, this process)', (x) => x.cpu.loadGenerator),
+    // CPU % of a core × 10 ÷ req/s = CPU ms per request: what a request costs whatever the machine's load.
+    spreadRow('CPU per request, ms: the server process', (x) => (10 * x.cpu.server) / x.rps),
+    spreadRow("… the app's Postgres backends", (x) => (10 * x.cpu.backends) / x.rps),
     spreadRow(
       "waiting for a core (runnable, not running), % of the round: the server's event-loop thread",
       (x) => x.cpu.serverRunQueue,

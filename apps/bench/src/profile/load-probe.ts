@@ -13,17 +13,19 @@
  *   its checkouts are its own (AsyncLocalStorage, from the `request` event), and each moment of it is counted
  *   once, as the first that applies of: holding a connection for a transaction, holding one for a statement,
  *   waiting for one for a transaction, waiting for one for a statement, none of these (`other`: JavaScript and
- *   its turns on the event loop). Prisma sends a lookup's independent statements at once (the principal's two),
- *   so their waits overlap: summing them would count the same time twice.
+ *   its turns on the event loop). Were a request's checkouts to overlap (Prisma may send an operation's
+ *   independent reads at once), summing them would count the same time twice; the split cannot.
  *
  * BENCH_LOAD_POOL_MAX (unset: the app's own size, 10) resizes every pool when first seen: an experiment.
  *
- * Messages: `{ probe: 'reset' }` starts a new window; `{ probe: 'read' }` answers `{ probe: 'window', window }`
+ * Messages: `{ probe: 'reset', profile? }` starts a new window (and a CPU profile of it, written to `profile`); `{ probe: 'read' }` answers `{ probe: 'window', window }`
  * for the window so far (a `ProbeWindow`) once no request started in it is still open (at most 5 s later), so
  * that the window's requests and its checkouts are the same requests'. Nothing is sent unasked.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { Session } from 'node:inspector/promises';
 import { createRequire } from 'node:module';
 import { type EventLoopUtilization, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type pg from 'pg';
@@ -80,7 +82,8 @@ export interface ProbeWindow {
   };
 }
 
-export type ProbeRequest = { probe: 'reset' } | { probe: 'read' };
+/** `profile`: a CPU profile of the window to write there on `read` (V8's profiler, through node:inspector). */
+export type ProbeRequest = { probe: 'reset'; profile?: string } | { probe: 'read' };
 export type ProbeAnswer = { probe: 'window'; window: ProbeWindow };
 
 interface PoolRecord {
@@ -304,7 +307,16 @@ function read(): ProbeWindow {
   };
 }
 
-function reset(): void {
+let profiling: { session: Session; file: string } | null = null;
+
+async function reset(profile: string | undefined): Promise<void> {
+  if (profile) {
+    const session = new Session();
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+    profiling = { session, file: profile };
+  }
   for (const [pool] of pools) pools.set(pool, freshRecord(pool));
   // A request started before the reset counts in the old window only.
   requests = freshRequests();
@@ -314,7 +326,7 @@ function reset(): void {
 }
 
 process.on('message', (message: ProbeRequest) => {
-  if (message?.probe === 'reset') reset();
+  if (message?.probe === 'reset') void reset(message.profile);
   else if (message?.probe === 'read') void answerWhenSettled();
 });
 
@@ -326,7 +338,14 @@ async function answerWhenSettled(): Promise<void> {
     requests.closed < requests.started ||
     [...pools.keys()].some((pool) => pool.waitingCount > 0 || pool.idleCount < pool.totalCount);
   while (busy() && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-  process.send?.({ probe: 'window', window: read() } satisfies ProbeAnswer);
+  const window = read();
+  if (profiling) {
+    const { profile } = await profiling.session.post('Profiler.stop');
+    writeFileSync(profiling.file, JSON.stringify(profile));
+    profiling.session.disconnect();
+    profiling = null;
+  }
+  process.send?.({ probe: 'window', window } satisfies ProbeAnswer);
 }
 // The channel must not keep the server alive on its own once it is asked to stop.
 process.channel?.unref();

@@ -14,7 +14,9 @@
  * Knobs: BENCH_LOAD_SECONDS (10), BENCH_LOAD_ROUNDS (3), BENCH_LOAD_CONNECTIONS (32), BENCH_LOAD_SAMPLE_MS (20),
  * BENCH_LOAD_ARMS (protected,unprotected; `noop` is the route with no database work of its own), DATABASE_URL;
  * BENCH_LOAD_POOL_MAX (unset: the app's own pool size, 10) resizes the server's pools, for an experiment;
- * BENCH_LOAD_RESULTS (docs/load-profile-results.json) is where the results go.
+ * BENCH_LOAD_RESULTS (docs/load-profile-results.json) is where the results go; BENCH_LOAD_CPU_PROF=<dir> writes a
+ * CPU profile of the server for every arm and round, its timed window only, to <dir>/<arm>-<round>.cpuprofile
+ * (compare two with `bench:cpuprofile <a> --against <b> --per <requests>`; the profiler costs throughput).
  * Needs `pnpm build` first (the test server runs from apps/web's build), like `pnpm bench`.
  */
 import { type ChildProcess, spawnSync } from 'node:child_process';
@@ -60,6 +62,7 @@ const RESULTS = path.resolve(
 );
 /** The probe resizes the server's pools to this (load-probe.ts); null: the app's own size. */
 const POOL_MAX = intKnob(env, 'BENCH_LOAD_POOL_MAX', 0) || null;
+const CPU_PROF = stringKnob(env, 'BENCH_LOAD_CPU_PROF', '');
 
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
@@ -204,7 +207,10 @@ async function main(teardown: Teardown): Promise<void> {
       const selfStart = process.cpuUsage();
       const machineStart = machineTicks();
       const wallStart = performance.now();
-      tellProbe(server, { probe: 'reset' });
+      tellProbe(server, {
+        probe: 'reset',
+        ...(CPU_PROF ? { profile: path.resolve(CPU_PROF, `${arm}-${round + 1}.cpuprofile`) } : {}),
+      });
       const stop = startSampler(sampler);
       const sample = await cannon(stack.url, arm, { connections: CONNECTIONS, duration: SECONDS });
       const activity = await stop();
@@ -286,6 +292,7 @@ async function main(teardown: Teardown): Promise<void> {
           sampleMs: SAMPLE_MS,
           arms: ARMS,
           poolMax: POOL_MAX,
+          cpuProf: CPU_PROF || null,
         },
         arms,
         markdown,

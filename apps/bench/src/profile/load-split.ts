@@ -1,7 +1,7 @@
 /**
  * How load-probe.ts splits a request's time in the server: each moment counted once, as the first of PHASES that
- * applies then (a request may wait for two connections at once: Prisma sends a lookup's independent statements
- * together). No imports: the probe runs inside the app's server process.
+ * applies then (a request could hold or wait for two connections at once: Prisma may send an operation's
+ * independent reads together). No imports: the probe runs inside the app's server process.
  */
 
 /** What a request is doing at a moment, in the order the split counts them. */
