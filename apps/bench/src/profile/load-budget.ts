@@ -37,6 +37,9 @@ export function stateOf(row: Pick<ActivityRow, 'state' | 'wait_event_type' | 'wa
  */
 export function statementOf(query: string | null): string {
   if (query === null) return '?';
+  // The idempotency store labels its statements (`/* idem:claim */ …`, statement-names.ts): the label says more.
+  const label = /^\s*\/\* idem:([\w-]+) \*\//.exec(query)?.[1];
+  if (label) return `idem:${label}`;
   const text = query
     .replace(/--[^\n]*/g, ' ')
     .replace(/\/\*[\s\S]*?\*\//g, ' ')
