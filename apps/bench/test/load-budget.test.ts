@@ -36,10 +36,12 @@ describe('statementOf', () => {
     );
     expect(statementOf('/* traced */ COMMIT')).toBe('commit');
     // The idempotency store's own statements by their label.
-    expect(statementOf('/* idem:claim */ with live as (select 1) insert into idempotency_keys')).toBe('idem:claim');
-    expect(statementOf('/* idem:complete-at-commit */ with completed as (update x) select 1 from completed')).toBe(
-      'idem:complete-at-commit',
+    expect(statementOf('/* idem:claim */ with live as (select 1) insert into idempotency_keys')).toBe(
+      'idem:claim',
     );
+    expect(
+      statementOf('/* idem:complete-at-commit */ with completed as (update x) select 1 from completed'),
+    ).toBe('idem:complete-at-commit');
     expect(statementOf(null)).toBe('?');
   });
 });
