@@ -78,6 +78,11 @@ export function formatValue(value: number): string {
   return Number.isInteger(value) ? String(value) : value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : 2);
 }
 
+/** A difference in ms with its sign: "+0.47 ms", "−0.10 ms" (not "+-0.10 ms"). */
+export function signedMs(ms: number): string {
+  return `${ms < 0 ? '−' : '+'}${Math.abs(ms).toFixed(2)} ms`;
+}
+
 /**
  * A figure's value with its spread, as the table shows it: "0.85 (0.80–0.90, 5 runs)", "4.65 kB (exact)",
  * "21.1 ms (1 run)"; "(0.80–0.90, 4 of 5 runs)" when a run had no value. `bold` wraps the value in `**`.

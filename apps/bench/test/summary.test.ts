@@ -1,7 +1,7 @@
 /** The generated table of `pnpm bench`: one row per figure, whatever a figure's detail says, each with its spread. */
 import { describe, expect, it } from 'vitest';
 import { figureRecord } from '../src/report.ts';
-import { figure, formatWithSpread, spreadOf, summaryMarkdown } from '../src/summary.ts';
+import { figure, formatWithSpread, signedMs, spreadOf, summaryMarkdown } from '../src/summary.ts';
 
 const base = { id: 'X', label: 'X', target: '≤ 1.0', bound: 1, upper: true, detail: '' };
 
@@ -79,6 +79,14 @@ describe('formatWithSpread', () => {
 
   it('bolds the value only', () => {
     expect(formatWithSpread({ value: 0.5, runs: [0.4, 0.6] }, true)).toBe('**0.50** (0.40–0.60, 2 runs)');
+  });
+});
+
+describe('signedMs', () => {
+  it('writes one sign (the checkout row of 08:22 read "+-1.98 ms")', () => {
+    expect(signedMs(0.47)).toBe('+0.47 ms');
+    expect(signedMs(-1.98)).toBe('−1.98 ms');
+    expect(signedMs(0)).toBe('+0.00 ms');
   });
 });
 

@@ -11,7 +11,7 @@ import type { PeersResult, PeersSkipped } from '../peers/results.ts';
 import { runPeerBench } from '../peers/run-peers.ts';
 import { messageOf } from '../repository.ts';
 import { median } from '../stats.ts';
-import { BEFORE, type Figure, figure } from '../summary.ts';
+import { BEFORE, type Figure, figure, signedMs } from '../summary.ts';
 import type { SectionContext } from './context.ts';
 
 export const name = 'peers';
@@ -81,7 +81,7 @@ export function figures(peers: PeersResult | PeersSkipped): Figure[] {
       target: '≤ 1.0',
       bound: 1,
       upper: true,
-      detail: `Idem +${idemAdded.toFixed(2)} ms vs the best Redis peer +${bestAdded.toFixed(2)} ms (median over the rounds of each one's p50 minus its own framework's unprotected p50; n/a when the peer's is ≤ 0, i.e. noise); the spread: each round's own ratio`,
+      detail: `Idem ${signedMs(idemAdded)} vs the best Redis peer ${signedMs(bestAdded)} (median over the rounds of each one's p50 minus its own framework's unprotected p50; n/a when the peer's is ≤ 0, i.e. noise); the spread: each round's own ratio`,
     }),
   ];
 }
