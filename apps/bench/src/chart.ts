@@ -2,7 +2,7 @@
  * docs/bench-chart.svg: one bar per figure against its target, then the throughput curve — protected and
  * unprotected req/s at 1, 8, 32 and 128 connections (logarithmic x axis).
  */
-import { type Figure, formatValue } from './summary.ts';
+import { type Figure, formatValue, spreadOf } from './summary.ts';
 
 export interface CurvePoint {
   connections: number;
@@ -25,18 +25,27 @@ export function svgChart(figures: Figure[], curve: CurvePoint[], title: string):
   const rows = figures.map((figure, index) => {
     const y = top + index * rowHeight;
     const value = Number.isFinite(figure.value) ? figure.value : 0;
-    const scale = Math.max(value, figure.bound, 0.001) * 1.25;
+    const spread = spreadOf(figure.runs);
+    const range = spread === 'exact' || spread === null || figure.runs.length < 2 ? null : spread;
+    const scale = Math.max(value, figure.bound, range?.max ?? 0, 0.001) * 1.25;
     const w = Math.max(1, (value / scale) * barWidth);
+    const at = (v: number) => (left + (Math.max(0, v) / scale) * barWidth).toFixed(1);
     const tx = left + (figure.bound / scale) * barWidth;
     const color = figure.target === 'info' ? '#607d8b' : figure.met ? '#2e7d32' : '#c62828';
     const unit = figure.unit ? ` ${figure.unit}` : '';
     return [
       `<text x="${left - 10}" y="${y + 20}" text-anchor="end">${xml(figure.label)}</text>`,
       `<rect x="${left}" y="${y + 6}" width="${w.toFixed(1)}" height="20" fill="${color}"/>`,
+      // The runs' min–max: a whisker across the bar.
+      range
+        ? `<line x1="${at(range.min)}" y1="${y + 16}" x2="${at(range.max)}" y2="${y + 16}" stroke="#111" stroke-width="1.5"/>` +
+          `<line x1="${at(range.min)}" y1="${y + 11}" x2="${at(range.min)}" y2="${y + 21}" stroke="#111" stroke-width="1.5"/>` +
+          `<line x1="${at(range.max)}" y1="${y + 11}" x2="${at(range.max)}" y2="${y + 21}" stroke="#111" stroke-width="1.5"/>`
+        : '',
       figure.target === 'info'
         ? ''
         : `<line x1="${tx.toFixed(1)}" y1="${y + 1}" x2="${tx.toFixed(1)}" y2="${y + 31}" stroke="#111" stroke-width="2" stroke-dasharray="4 2"/>`,
-      `<text x="${(left + w + 6).toFixed(1)}" y="${y + 20}">${xml(`${formatValue(figure.value)}${unit} (target ${figure.target})`)}</text>`,
+      `<text x="${(Math.max(left + w, range ? Number(at(range.max)) : 0) + 6).toFixed(1)}" y="${y + 20}">${xml(`${formatValue(figure.value)}${unit} (target ${figure.target})`)}</text>`,
     ].join('\n  ');
   });
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="13">
@@ -45,7 +54,7 @@ export function svgChart(figures: Figure[], curve: CurvePoint[], title: string):
   <text x="16" y="26" font-size="16" font-weight="bold">${xml(title)}</text>
   ${rows.join('\n  ')}
   ${curve.length > 0 ? curvePanel(curve, barsHeight + 20, width) : ''}
-  <text x="16" y="${height - 14}" fill="#555">Bars: measured (green = target met, red = not met, grey = information). Dashed line: the target.</text>
+  <text x="16" y="${height - 14}" fill="#555">Bars: measured (green = target met, red = not met, grey = information). Dashed line: the target. Whisker: the runs' min–max.</text>
 </svg>
 `;
 }

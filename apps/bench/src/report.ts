@@ -25,7 +25,7 @@ import * as peers from './sections/peers.ts';
 import * as pgbenchFloor from './sections/pgbench-floor.ts';
 import * as runs from './sections/runs.ts';
 import * as storage from './sections/storage.ts';
-import { type Figure, summaryMarkdown, writeSummaryIntoBenchmarks } from './summary.ts';
+import { type Figure, spreadOf, summaryMarkdown, writeSummaryIntoBenchmarks } from './summary.ts';
 
 /** Every section's outcome, in the order they ran. */
 export interface BenchResults {
@@ -63,6 +63,11 @@ export function figuresOf(results: BenchResults, options: BenchOptions): Figure[
   ];
 }
 
+/** A figure as docs/bench-results.json records it: the runs (NaN → null in JSON) and their min and max. */
+export function figureRecord({ bound: _bound, upper: _upper, ...entry }: Figure) {
+  return { ...entry, spread: spreadOf(entry.runs) };
+}
+
 export function writeReport(results: BenchResults, options: BenchOptions, conditions: Conditions): void {
   const figures = figuresOf(results, options);
   const failures = runs.failures(results.runs);
@@ -78,7 +83,7 @@ export function writeReport(results: BenchResults, options: BenchOptions, condit
   const date = new Date().toISOString();
   const context =
     `Measured ${date.slice(0, 16).replace('T', ' ')} UTC by \`${quick}pnpm bench\` ` +
-    `(${machine.cpus} cores, Node ${machine.node}, PostgreSQL ${machine.postgres}; load average ${machine.loadAverage.start.toFixed(1)} at the start, ${machine.loadAverage.end.toFixed(1)} at the end; ${options.runs} runs; medians of per-run ratios)` +
+    `(${machine.cpus} cores, Node ${machine.node}, PostgreSQL ${machine.postgres}; load average ${machine.loadAverage.start.toFixed(1)} at the start, ${machine.loadAverage.end.toFixed(1)} at the end; ${options.runs} runs; medians of per-run ratios, each with the min–max of the runs it is the median of — the machine is shared, so a difference inside that range is noise)` +
     `${options.quick ? ' — QUICK MODE: short runs, not comparable' : ''}. "Before": issue 14's measurement of main, 2026-12-01.`;
   const markdown = summaryMarkdown(figures, context);
   console.log(`\n${markdown}\n`);
@@ -104,8 +109,8 @@ export function writeReport(results: BenchResults, options: BenchOptions, condit
       curveSeconds: options.curveSeconds,
       orderSeconds: options.orderSeconds,
     },
-    // The chart's bound and direction are not part of the record.
-    figures: figures.map(({ bound: _bound, upper: _upper, ...entry }) => entry),
+    // The chart's bound and direction are not part of the record; each figure's runs and their spread are.
+    figures: figures.map(figureRecord),
     pgbenchFloor: results.floor,
     failures,
     runs: results.runs,

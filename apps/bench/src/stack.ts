@@ -5,7 +5,7 @@
  * node:http, NODE_ENV=production). Everything started is registered on the run's Teardown, which also runs on
  * SIGINT and SIGTERM.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
@@ -30,8 +30,9 @@ import { body, requestHeaders } from './requests.ts';
 import type { Teardown } from './teardown.ts';
 
 const WEB_DIR = path.join(repoRoot, 'apps/web');
-/** Node's arguments that start the app's test server, from WEB_DIR. */
-const TEST_SERVER_ARGS = ['--conditions=react-server', '--import', 'tsx', 'test/server/main.ts'];
+/** Node's flags and the script that start the app's test server, from WEB_DIR. */
+const TEST_SERVER_FLAGS = ['--conditions=react-server', '--import', 'tsx'];
+const TEST_SERVER_SCRIPT = 'test/server/main.ts';
 
 export interface Stack {
   /** The web test server. */
@@ -45,6 +46,18 @@ export interface Stack {
   postgresVersion: string;
   /** Undoes all of the above; a section registers what it starts on it too. */
   teardown: Teardown;
+  /** The web test server's process (its pid for CPU accounting, its IPC channel when `web.ipc` asked for one). */
+  webProcess: ChildProcess;
+}
+
+/** How the web test server is started, for a profiler (`pnpm bench` starts it plain). */
+export interface WebOptions {
+  /** More Node arguments, before the script (e.g. `--import <probe>`). */
+  nodeArgs?: readonly string[];
+  /** An IPC channel to the process (`process.send` in it). */
+  ipc?: boolean;
+  /** The server's connections' `application_name`, to find them in `pg_stat_activity`. */
+  applicationName?: string;
 }
 
 /** On SIGINT or SIGTERM: undo everything, then exit with 130. */
@@ -57,7 +70,11 @@ export function stopOnSignals(teardown: Teardown): void {
   }
 }
 
-export async function startStack(options: BenchOptions, teardown: Teardown): Promise<Stack> {
+export async function startStack(
+  options: BenchOptions,
+  teardown: Teardown,
+  web: WebOptions = {},
+): Promise<Stack> {
   // The bench builds nothing: the test server runs from apps/web's production build.
   if (!existsSync(path.join(WEB_DIR, '.next/BUILD_ID'))) {
     throw new Error('No production build of apps/web: run `pnpm build` first.');
@@ -93,8 +110,11 @@ export async function startStack(options: BenchOptions, teardown: Teardown): Pro
     log: () => {},
   });
   teardown.add(() => provider.close());
-  const url = await startWeb(teardown, options.verbose, {
-    DATABASE_URL: databaseUrl,
+  const webDatabaseUrl = web.applicationName
+    ? withSearchParam(databaseUrl, 'application_name', web.applicationName)
+    : databaseUrl;
+  const { url, child: webProcess } = await startWeb(teardown, options.verbose, web, {
+    DATABASE_URL: webDatabaseUrl,
     PROVIDER_URL: provider.url,
     PROVIDER_SECRET_KEY: providerSecretKey,
     PROVIDER_WEBHOOK_SECRET: webhookSecret,
@@ -117,20 +137,25 @@ export async function startStack(options: BenchOptions, teardown: Teardown): Pro
     const text = await response.text();
     if (!response.ok) throw new Error(`bench.${procedure}: HTTP ${response.status} ${text.slice(0, 300)}`);
   }
-  return { url, databaseUrl, adminUrl, client, postgresVersion, teardown };
+  return { url, databaseUrl, adminUrl, client, postgresVersion, teardown, webProcess };
 }
 
 /**
  * Starts the test server on a free loopback port with this process's environment plus `env`, and resolves with
  * its URL once /api/health answers. Its stdout is shown with BENCH_VERBOSE=1, its stderr always.
  */
-async function startWeb(teardown: Teardown, verbose: boolean, env: Record<string, string>): Promise<string> {
+async function startWeb(
+  teardown: Teardown,
+  verbose: boolean,
+  web: WebOptions,
+  env: Record<string, string>,
+): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, TEST_SERVER_ARGS, {
+  const child = spawn(process.execPath, [...TEST_SERVER_FLAGS, ...(web.nodeArgs ?? []), TEST_SERVER_SCRIPT], {
     cwd: WEB_DIR,
     env: { ...process.env, ...env, NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', verbose ? 'inherit' : 'ignore', 'inherit'],
+    stdio: ['ignore', verbose ? 'inherit' : 'ignore', 'inherit', ...(web.ipc ? (['ipc'] as const) : [])],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   teardown.add(async () => {
@@ -145,13 +170,20 @@ async function startWeb(teardown: Teardown, verbose: boolean, env: Record<string
     if (child.exitCode !== null) throw new Error('the web process exited before it answered /api/health');
     try {
       const response = await fetch(`${url}/api/health`, { signal: AbortSignal.timeout(2_000) });
-      if (response.ok) return url;
+      if (response.ok) return { url, child };
     } catch {
       // not listening yet
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`${url}/api/health did not answer within 60 s`);
+}
+
+/** `url` with one query parameter set. */
+function withSearchParam(url: string, name: string, value: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set(name, value);
+  return parsed.toString();
 }
 
 async function freePort(): Promise<number> {

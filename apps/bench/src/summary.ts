@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { repoRoot } from './repository.ts';
+import { median } from './stats.ts';
 
 export interface Figure {
   id: string;
@@ -20,6 +21,28 @@ export interface Figure {
   bound: number;
   upper: boolean;
   detail: string;
+  /**
+   * What the figure was made of: its value in each run (or round) it is the median of, in run order — NaN where
+   * a run had none (e.g. P4 in a round where the peer's added cost was ≤ 0) — or `'exact'`: one measurement with
+   * no run-to-run noise (a bundle's size). A figure measured once has one run.
+   */
+  runs: number[] | 'exact';
+}
+
+/** A figure's spread: the smallest and largest of its runs' values (non-finite ones left out). */
+export interface Spread {
+  min: number;
+  max: number;
+  /** Runs with a finite value (the spread is over these). */
+  finite: number;
+}
+
+/** The spread of `runs`: null when no run has a finite value; `'exact'` stays `'exact'`. */
+export function spreadOf(runs: Figure['runs']): Spread | 'exact' | null {
+  if (runs === 'exact') return 'exact';
+  const finite = runs.filter((value) => Number.isFinite(value));
+  if (finite.length === 0) return null;
+  return { min: Math.min(...finite), max: Math.max(...finite), finite: finite.length };
 }
 
 /** Issue 14's "now" column: `pnpm bench` on main, 2026-12-01 (P7: main after issues 12 and 15, 4.88 kB). */
@@ -34,15 +57,50 @@ export const BEFORE = {
   P7: 4.88,
 } as const;
 
-export function figure(spec: Omit<Figure, 'met'> & { info?: boolean }): Figure {
+/**
+ * A figure from its runs: its value is the median of `runs` unless the spec gives another (P4: a ratio of two
+ * medians; P5's executions: the largest count), and `'exact'` needs the value.
+ */
+export type FigureSpec = Omit<Figure, 'met' | 'value' | 'runs'> & { info?: boolean } & (
+    | { runs: number[]; value?: number }
+    | { runs: 'exact'; value: number }
+  );
+
+export function figure(spec: FigureSpec): Figure {
   const { info, ...rest } = spec;
-  const met = info ? true : spec.upper ? spec.value <= spec.bound : spec.value >= spec.bound;
-  return { ...rest, met };
+  const value = spec.value ?? (spec.runs === 'exact' ? Number.NaN : median(spec.runs));
+  const met = info ? true : spec.upper ? value <= spec.bound : value >= spec.bound;
+  return { ...rest, value, met };
 }
 
 export function formatValue(value: number): string {
   if (!Number.isFinite(value)) return 'n/a';
   return Number.isInteger(value) ? String(value) : value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : 2);
+}
+
+/** A difference in ms with its sign: "+0.47 ms", "−0.10 ms" (not "+-0.10 ms"). */
+export function signedMs(ms: number): string {
+  return `${ms < 0 ? '−' : '+'}${Math.abs(ms).toFixed(2)} ms`;
+}
+
+/**
+ * A figure's value with its spread, as the table shows it: "0.85 (0.80–0.90, 5 runs)", "4.65 kB (exact)",
+ * "21.1 ms (1 run)"; "(0.80–0.90, 4 of 5 runs)" when a run had no value. `bold` wraps the value in `**`.
+ */
+export function formatWithSpread(
+  { value, unit, runs }: Pick<Figure, 'value' | 'unit' | 'runs'>,
+  bold = false,
+): string {
+  const u = unit ? ` ${unit}` : '';
+  const shown = bold ? `**${formatValue(value)}${u}**` : `${formatValue(value)}${u}`;
+  const spread = spreadOf(runs);
+  if (spread === 'exact') return `${shown} (exact)`;
+  const total = runs.length;
+  if (spread === null) return `${shown} (no run had a value)`;
+  const counted =
+    spread.finite === total ? `${total} run${total === 1 ? '' : 's'}` : `${spread.finite} of ${total} runs`;
+  if (total === 1) return `${shown} (${counted})`;
+  return `${shown} (${formatValue(spread.min)}–${formatValue(spread.max)}${u}, ${counted})`;
 }
 
 const START =
@@ -53,13 +111,13 @@ export function summaryMarkdown(figures: Figure[], context: string): string {
   const lines = [
     context,
     '',
-    '| figure | before (issue 14) | now (this run) | target | met | detail |',
+    '| figure | before (issue 14) | now (this run: median (min–max, runs)) | target | met | detail |',
     '|---|---|---|---|---|---|',
     ...figures.map((f) => {
       const unit = f.unit ? ` ${f.unit}` : '';
       const before = f.before === undefined ? '–' : `${formatValue(f.before)}${unit}`;
       const met = f.target === 'info' ? '–' : f.met ? 'yes' : '**no**';
-      return `| ${f.label} | ${before} | **${formatValue(f.value)}${unit}** | ${f.target} | ${met} | ${tableCell(f.detail)} |`;
+      return `| ${f.label} | ${before} | ${formatWithSpread(f, true)} | ${f.target} | ${met} | ${tableCell(f.detail)} |`;
     }),
   ];
   return lines.join('\n');

@@ -10,7 +10,7 @@ import { log } from '../log.ts';
 import type { BenchOptions } from '../options.ts';
 import { alternate, type Measured, requestHeaders } from '../requests.ts';
 import { median } from '../stats.ts';
-import { type Figure, figure } from '../summary.ts';
+import { type Figure, figure, signedMs } from '../summary.ts';
 import type { SectionContext } from './context.ts';
 
 export const name = 'checkout placeOrder';
@@ -80,11 +80,12 @@ export function figures(checkout: CheckoutPath, options: BenchOptions): Figure[]
       id: 'checkout',
       label: 'checkout placeOrder p50, with / without the layer',
       value: checkout.ratio,
+      runs: checkout.runs.map((r) => r.protectedP50 / r.unprotectedP50),
       target: 'info',
       info: true,
       bound: 1,
       upper: true,
-      detail: `${checkout.protectedP50.toFixed(2)} / ${checkout.unprotectedP50.toFixed(2)} ms, +${checkout.addedMs.toFixed(2)} ms (external mode, provider on loopback, 1 connection, ${options.orderSeconds} s each)`,
+      detail: `${checkout.protectedP50.toFixed(2)} / ${checkout.unprotectedP50.toFixed(2)} ms, ${signedMs(checkout.addedMs)} (external mode, provider on loopback, 1 connection, ${options.orderSeconds} s each)`,
     }),
   ];
 }

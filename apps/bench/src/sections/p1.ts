@@ -31,7 +31,7 @@ export function figures(runs: P1Run[], options: BenchOptions): Figure[] {
     figure({
       id: 'P1',
       label: 'P1 first execution p50, protected / unprotected',
-      value: median(runs.map((r) => r.protected / r.unprotected)),
+      runs: runs.map((r) => r.protected / r.unprotected),
       before: BEFORE.P1,
       target: '≤ 1.10',
       bound: 1.1,

@@ -11,7 +11,7 @@ import type { PeersResult, PeersSkipped } from '../peers/results.ts';
 import { runPeerBench } from '../peers/run-peers.ts';
 import { messageOf } from '../repository.ts';
 import { median } from '../stats.ts';
-import { BEFORE, type Figure, figure } from '../summary.ts';
+import { BEFORE, type Figure, figure, signedMs } from '../summary.ts';
 import type { SectionContext } from './context.ts';
 
 export const name = 'peers';
@@ -36,11 +36,15 @@ const REDIS_PEERS = ['node-idempotency', 'powertools'] as const;
 
 export function figures(peers: PeersResult | PeersSkipped): Figure[] {
   if ('skipped' in peers) return [];
-  const idem = peers.arms.find((arm) => arm.id === 'idem');
   /** A round's p50 of the arm's protected route minus its own framework's unprotected route. */
   const added = (round: PeersResult['rounds'][number], id: ArmId) => {
     const baseline = arms[id].baseline;
     return baseline ? round.p1Ms[id] - round.p1Ms[baseline] : Number.NaN;
+  };
+  /** A round's p50 of the arm's protected route ÷ its own framework's unprotected route. */
+  const ratio = (round: PeersResult['rounds'][number], id: ArmId) => {
+    const baseline = arms[id].baseline;
+    return baseline ? round.p1Ms[id] / round.p1Ms[baseline] : Number.NaN;
   };
   // P4 is the ratio of the two medians over the rounds, not the median of per-round ratios: a per-round ratio
   // is meaningless in a round where the peer's added cost is within noise of zero or below it.
@@ -56,7 +60,8 @@ export function figures(peers: PeersResult | PeersSkipped): Figure[] {
     figure({
       id: 'peers',
       label: 'peers: Idem on bare tRPC ÷ the same route unprotected',
-      value: idem?.p1Ratio ?? Number.NaN,
+      // Their median is the arm's p1Ratio (peers/summarize.ts).
+      runs: peers.rounds.map((round) => ratio(round, 'idem')),
       before: BEFORE.peers,
       target: '≤ 1.20',
       bound: 1.2,
@@ -67,11 +72,16 @@ export function figures(peers: PeersResult | PeersSkipped): Figure[] {
       id: 'P4',
       label: "P4 Idem's added p50 ÷ the best Redis peer's",
       value: p4,
+      // Per round: the round's own ratio (NaN when the best peer's added cost was ≤ 0 in that round).
+      runs: peers.rounds.map((round) => {
+        const best = Math.min(...REDIS_PEERS.map((id) => added(round, id)));
+        return best > 0 ? added(round, 'idem') / best : Number.NaN;
+      }),
       before: BEFORE.P4,
       target: '≤ 1.0',
       bound: 1,
       upper: true,
-      detail: `Idem +${idemAdded.toFixed(2)} ms vs the best Redis peer +${bestAdded.toFixed(2)} ms (median over the rounds of each one's p50 minus its own framework's unprotected p50; n/a when the peer's is ≤ 0, i.e. noise)`,
+      detail: `Idem ${signedMs(idemAdded)} vs the best Redis peer ${signedMs(bestAdded)} (median over the rounds of each one's p50 minus its own framework's unprotected p50; n/a when the peer's is ≤ 0, i.e. noise); the spread: each round's own ratio`,
     }),
   ];
 }

@@ -51,6 +51,8 @@ export interface PgbenchFloor {
   /** Median of the per-run ratios. */
   ratio: number;
   runs: number;
+  /** Each run's averages, ms. */
+  perRun: Array<{ claimMs: number; baselineMs: number }>;
 }
 
 export function run({ options, stack }: SectionContext): PgbenchFloor | Skipped {
@@ -64,9 +66,7 @@ export function run({ options, stack }: SectionContext): PgbenchFloor | Skipped 
     const baseline = path.join(dir, 'baseline.sql');
     writeFileSync(claim, CLAIM_SQL);
     writeFileSync(baseline, BASELINE_SQL);
-    const ratios: number[] = [];
-    const claims: number[] = [];
-    const baselines: number[] = [];
+    const perRun: PgbenchFloor['perRun'] = [];
     for (let index = 0; index < options.runs; index += 1) {
       // Both scripts in ONE pgbench run (-f … -f …): transactions of the two kinds interleave at random.
       const result = spawnSync(
@@ -95,18 +95,17 @@ export function run({ options, stack }: SectionContext): PgbenchFloor | Skipped 
       const [claimMs, baselineMs] = averages;
       if (claimMs === undefined || baselineMs === undefined)
         return { skipped: 'could not parse pgbench output' };
-      claims.push(claimMs);
-      baselines.push(baselineMs);
-      ratios.push(claimMs / baselineMs);
+      perRun.push({ claimMs, baselineMs });
       log(
         `  pgbench run ${index + 1}: claim+insert+complete ${claimMs.toFixed(3)} ms, insert ${baselineMs.toFixed(3)} ms`,
       );
     }
     return {
-      claimMs: median(claims),
-      baselineMs: median(baselines),
-      ratio: median(ratios),
+      claimMs: median(perRun.map((r) => r.claimMs)),
+      baselineMs: median(perRun.map((r) => r.baselineMs)),
+      ratio: median(perRun.map((r) => r.claimMs / r.baselineMs)),
       runs: options.runs,
+      perRun,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -120,6 +119,7 @@ export function figures(floor: PgbenchFloor | Skipped, options: BenchOptions): F
       id: 'floor',
       label: 'pgbench floor (claim tx / insert tx)',
       value: floor.ratio,
+      runs: floor.perRun.map((r) => r.claimMs / r.baselineMs),
       target: 'info',
       info: true,
       bound: 1,
