@@ -21,9 +21,21 @@ export interface PooledDriver<TConnection> {
   connect(): Promise<TConnection>;
   /** Back to the pool; `destroy`: closed instead, its state unknown (a ROLLBACK that failed). */
   release(connection: TConnection, destroy: boolean): void;
+  /**
+   * Optional: COMMIT on `connection`, rejecting (CommitRolledBackError) when the database ended the transaction
+   * without committing it — Postgres answers the COMMIT of a transaction a failed statement aborted with ROLLBACK
+   * and no error. Without it, COMMIT is sent through `execute` and such an answer goes unseen.
+   */
+  commit?(connection: TConnection): Promise<void>;
   /** The error of a wait or a transaction past its bound (each driver's own class, exported with it). */
   timeoutError(message: string): Error;
 }
+
+/**
+ * Marks an executor whose `$transaction` rejects when its COMMIT did not commit (see `PooledDriver.commit`): a
+ * store on it need not check the transaction before the COMMIT (`IdempotencyStore.checkTransaction`).
+ */
+export const COMMIT_CHECKED: unique symbol = Symbol.for('@idem/idempotency commit checked');
 
 /** Prisma's defaults for an interactive transaction: 2 s to get a connection, 5 s to run. */
 const DEFAULT_MAX_WAIT_MS = 2_000;
@@ -56,6 +68,7 @@ function boundedBy<T>(promise: Promise<T>, ms: number, error: () => Error): Prom
 export function pooledExecutor<TConnection>(driver: PooledDriver<TConnection>): PrismaClientLike {
   return {
     ...executorOn(driver, undefined),
+    ...(driver.commit ? { [COMMIT_CHECKED]: true } : {}),
     async $transaction<R>(
       fn: (tx: never) => Promise<R>,
       options: { maxWait?: number; timeout?: number } = {},
@@ -81,7 +94,8 @@ export function pooledExecutor<TConnection>(driver: PooledDriver<TConnection>): 
           () => driver.timeoutError('The transaction ran past its timeout and was rolled back.'),
         );
         open = false;
-        await driver.execute(connection, 'COMMIT', []);
+        if (driver.commit) await driver.commit(connection);
+        else await driver.execute(connection, 'COMMIT', []);
         ended = true;
         driver.release(connection, false);
         return result;
