@@ -7,7 +7,8 @@
  * connection is taken by one transaction at a time (an in-process queue, waited on at most `maxWait`), and every
  * statement sent outside a transaction waits its turn too: a bare statement sent while another transaction is
  * open would otherwise run INSIDE that transaction and be rolled back with it. A transaction past its `timeout`
- * is rolled back and its later statements refused (the fence), as are statements sent after its COMMIT.
+ * is rolled back and its later statements refused (the fence), as are statements sent after its COMMIT or after
+ * SQLite rolled it back on its own (a statement error that ends the transaction, e.g. a trigger's RAISE(ROLLBACK)).
  *
  * A statement that needs the write lock while another process holds it waits up to the connection's
  * busy_timeout (better-sqlite3's `timeout` option, default 5 000 ms) — synchronously, as every better-sqlite3
@@ -113,6 +114,10 @@ export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteData
       const release = await takeTurn(options.maxWait ?? DEFAULT_MAX_WAIT_MS);
       let open = true;
       const whileOpen = <T>(send: () => T): Promise<T> => {
+        // SQLite itself may have ended the transaction: some statement errors roll it back whole (a trigger's
+        // RAISE(ROLLBACK), SQLITE_FULL, SQLITE_NOMEM, an I/O error). A statement sent after that would run alone in
+        // autocommit and stay, whatever the callback does next: refused like one after a ROLLBACK.
+        if (open && !database.inTransaction) open = false;
         if (!open) return Promise.reject(new TransactionClosedError());
         try {
           return Promise.resolve(send());
