@@ -10,7 +10,7 @@
  * to send a statement, take a connection and give it back.
  */
 import type { PrismaClientLike, SqlExecutor } from './prisma-client.ts';
-import { TransactionClosedError } from './transaction-fence.ts';
+import { CommitRolledBackError, TransactionClosedError } from './transaction-fence.ts';
 
 /** What the executor needs of a driver; `on` is a pooled connection, or undefined for the pool itself. */
 export interface PooledDriver<TConnection> {
@@ -27,6 +27,13 @@ export interface PooledDriver<TConnection> {
    * and no error. Without it, COMMIT is sent through `execute` and such an answer goes unseen.
    */
   commit?(connection: TConnection): Promise<void>;
+  /**
+   * Optional: whether `connection` is still in the transaction, asked after one of its statements failed. Some
+   * errors end the whole transaction on the server (InnoDB's deadlock victim), and a statement sent after that
+   * runs alone in autocommit and stays. False: the transaction's later statements are refused and its COMMIT
+   * fails (CommitRolledBackError) — nothing of it committed.
+   */
+  inTransaction?(connection: TConnection): Promise<boolean>;
   /** The error of a wait or a transaction past its bound (each driver's own class, exported with it). */
   timeoutError(message: string): Error;
 }
@@ -45,13 +52,18 @@ function executorOn<TConnection>(
   driver: PooledDriver<TConnection>,
   on: TConnection | undefined,
   isOpen: () => boolean = () => true,
+  failed: () => Promise<void> = async () => {},
 ): SqlExecutor {
   const refused = () => Promise.reject(new TransactionClosedError());
+  const afterFailure = async (error: unknown): Promise<never> => {
+    await failed();
+    throw error;
+  };
   return {
     $queryRawUnsafe: <T>(sql: string, ...values: unknown[]) =>
-      isOpen() ? (driver.query(on, sql, values) as Promise<T>) : refused(),
+      isOpen() ? (driver.query(on, sql, values).catch(afterFailure) as Promise<T>) : refused(),
     $executeRawUnsafe: (sql: string, ...values: unknown[]) =>
-      isOpen() ? driver.execute(on, sql, values) : refused(),
+      isOpen() ? driver.execute(on, sql, values).catch(afterFailure) : refused(),
   };
 }
 
@@ -86,14 +98,21 @@ export function pooledExecutor<TConnection>(driver: PooledDriver<TConnection>): 
       });
       let open = true;
       let ended = false;
+      /** The server ended the transaction itself (see `PooledDriver.inTransaction`). */
+      let lost = false;
+      const failed = async () => {
+        if (open && driver.inTransaction && !(await driver.inTransaction(connection).catch(() => true)))
+          lost = true;
+      };
       try {
         await driver.execute(connection, 'BEGIN', []);
         const result = await boundedBy(
-          fn(executorOn(driver, connection, () => open) as never),
+          fn(executorOn(driver, connection, () => open && !lost, failed) as never),
           options.timeout ?? DEFAULT_TIMEOUT_MS,
           () => driver.timeoutError('The transaction ran past its timeout and was rolled back.'),
         );
         open = false;
+        if (lost) throw new CommitRolledBackError();
         if (driver.commit) await driver.commit(connection);
         else await driver.execute(connection, 'COMMIT', []);
         ended = true;
