@@ -66,6 +66,33 @@ describe('the queue (better-sqlite3)', () => {
     db.close();
   });
 
+  it('two executors on one Database share its one connection: a second transaction waits, the first is not rolled back under it', async () => {
+    const { db, ids } = freshDatabase();
+    const first = sqliteDatabaseExecutor(db);
+    const second = sqliteDatabaseExecutor(db);
+    const inside = deferred();
+    const finish = deferred();
+    const one = first.$transaction(async (t) => {
+      await on(t).$executeRawUnsafe('insert into effects (id) values (?)', 'one-a');
+      inside.resolve();
+      await finish.promise;
+      await on(t).$executeRawUnsafe('insert into effects (id) values (?)', 'one-b');
+    });
+    await inside.promise;
+    const two = second.$transaction(async (t) => {
+      await on(t).$executeRawUnsafe('insert into effects (id) values (?)', 'two');
+      throw new Error('two rolls back');
+    });
+    const bare = second.$executeRawUnsafe('insert into effects (id) values (?)', 'bare');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    finish.resolve();
+    await expect(one).resolves.toBeUndefined();
+    await expect(two).rejects.toThrow('two rolls back');
+    await bare;
+    expect(ids()).toEqual(['one-a', 'one-b', 'bare']);
+    db.close();
+  });
+
   it('a callback that throws synchronously rolls back and leaves the connection to the next transaction', async () => {
     const { db, ids } = freshDatabase();
     const client = sqliteDatabaseExecutor(db);

@@ -45,6 +45,9 @@ export class SqliteTransactionTimeoutError extends Error {
 
 export type SqliteDatabaseExecutor = PrismaClientLike;
 
+/** Each Database's queue for its one connection, shared by every executor on it. */
+const turnsByDatabase = new WeakMap<SqliteDatabaseLike, { queue: Promise<void> }>();
+
 /** `database` as the SQLite store's client. */
 export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteDatabaseExecutor {
   const prepared = new Map<string, SqliteStatementLike>();
@@ -68,15 +71,24 @@ export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteData
       : prepared.run(...values.map(bindable)).changes;
   };
 
-  /** The connection's turn: one transaction (or bare statement) at a time, in arrival order. */
-  let queue: Promise<void> = Promise.resolve();
+  /**
+   * The connection's turn: one transaction (or bare statement) at a time, in arrival order — per `database`, not
+   * per executor: two executors (two stores, a store and the app's own) on one Database share its one connection,
+   * and a BEGIN sent while the other's transaction is open would fail and ROLLBACK that transaction under it.
+   */
+  let turns = turnsByDatabase.get(database);
+  if (!turns) {
+    turns = { queue: Promise.resolve() };
+    turnsByDatabase.set(database, turns);
+  }
+  const connection = turns;
   function takeTurn(maxWaitMs: number): Promise<() => void> {
     let release: () => void = () => {};
     const mine = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const previous = queue;
-    queue = queue.then(() => mine);
+    const previous = connection.queue;
+    connection.queue = previous.then(() => mine);
     return new Promise((resolve, reject) => {
       let waited = false;
       const timer = setTimeout(() => {
