@@ -65,6 +65,19 @@ describe('values through the executor', () => {
     expect(row?.day).toEqual(own?.day);
   });
 
+  it('a zero DATETIME (a legacy table without NO_ZERO_DATE) reads as null, as the connector reads it — not an Invalid Date', async () => {
+    const read = await executor.$transaction(async (t) => {
+      const tx = t as Tx;
+      await tx.$executeRawUnsafe(`SET SESSION sql_mode = ''`);
+      await tx.$executeRawUnsafe(`INSERT INTO times (id, at) VALUES (5, '0000-00-00 00:00:00')`);
+      await tx.$executeRawUnsafe('SET SESSION sql_mode = DEFAULT');
+      return tx.$queryRawUnsafe<Array<{ at: unknown }>>('SELECT at FROM times WHERE id = 5');
+    });
+    const [own] = (await pool.query('SELECT at FROM times WHERE id = 5')) as Array<{ at: unknown }>;
+    expect(own?.at).toBeNull();
+    expect(read[0]?.at).toBeNull();
+  });
+
   it('a BIGINT past 2^53 is not silently rounded (counts still come back as numbers)', async () => {
     await executor.$executeRawUnsafe(
       'INSERT INTO times (id, big, ubig) VALUES (4, 9007199254740993, 18446744073709551615)',

@@ -59,7 +59,10 @@ function decoded<TDecoded>(
   }
   if (field.type !== 'DATETIME' && field.type !== 'TIMESTAMP') return next();
   const text = field.string();
-  return text === null ? null : new Date(`${text.replace(' ', 'T')}Z`);
+  if (text === null) return null;
+  const time = new Date(`${text.replace(' ', 'T')}Z`);
+  // A zero date ('0000-00-00 …', allowed without NO_ZERO_DATE): null, as the connector itself reads it.
+  return Number.isNaN(time.getTime()) ? null : time;
 }
 
 /**
