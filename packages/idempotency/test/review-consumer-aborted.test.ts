@@ -104,6 +104,37 @@ describe('a handler that swallows a failed statement (Postgres, node-postgres Po
     }
   });
 
+  it('after a failed statement (rethrown, or swallowed) the one pooled connection is clean for the next transaction', async () => {
+    const { pgPoolExecutor, CommitRolledBackError } = await import('../src/pg/index.ts');
+    const one = new pg.Pool({ connectionString: url, max: 1 });
+    try {
+      const executor = pgPoolExecutor(one);
+      await expect(
+        executor.$transaction(async (tx) => {
+          await (tx as unknown as SqlExecutor).$executeRawUnsafe('select 1/0');
+        }),
+      ).rejects.toThrow(/division by zero/);
+      await expect(
+        executor.$transaction(async (tx) => {
+          await (tx as unknown as SqlExecutor).$executeRawUnsafe('select 1/0').then(
+            () => {},
+            () => {},
+          );
+        }),
+      ).rejects.toBeInstanceOf(CommitRolledBackError);
+      const id = randomUUID();
+      await executor.$transaction(async (tx) => {
+        await (tx as unknown as SqlExecutor).$executeRawUnsafe(
+          'insert into effects (message_id) values ($1)',
+          id,
+        );
+      });
+      expect(await count('select count(*)::int as n from effects where message_id = $1', id)).toBe(1);
+    } finally {
+      await one.end();
+    }
+  });
+
   it('the pooled executor reports a COMMIT the server turned into a ROLLBACK as a failure', async () => {
     const { pgPoolExecutor } = await import('../src/pg/index.ts');
     const outcome = await pgPoolExecutor(pool)

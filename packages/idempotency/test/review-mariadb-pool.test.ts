@@ -100,6 +100,20 @@ describe('values through the executor', () => {
 });
 
 describe('a transaction InnoDB rolled back itself', () => {
+  it('a caught statement error that leaves the transaction open (a duplicate key) does not close it: the rest commits', async () => {
+    await executor.$transaction(async (t) => {
+      const tx = t as Tx;
+      await tx.$executeRawUnsafe(`INSERT INTO effects (id) VALUES ('kept-1')`);
+      await tx.$executeRawUnsafe(`INSERT INTO rows_ VALUES (1, 'dup')`).then(
+        () => {},
+        () => {},
+      );
+      await tx.$executeRawUnsafe(`INSERT INTO effects (id) VALUES ('kept-2')`);
+    });
+    const kept = (await pool.query(`SELECT id FROM effects WHERE id LIKE 'kept-%' ORDER BY id`)) as unknown[];
+    expect(kept).toEqual([{ id: 'kept-1' }, { id: 'kept-2' }]);
+  });
+
   it('a deadlock victim whose callback caught the error: its later statements are refused, nothing commits alone', async () => {
     const firstLocked = deferred<void>();
     const secondLocked = deferred<void>();
