@@ -117,4 +117,17 @@ describe('the pooled executor gives every connection back once', () => {
     expect(log).toEqual(['1:BEGIN', '1:SLOW', '1:ROLLBACK']);
     expect(released).toEqual([{ id: 1, destroy: false }]);
   });
+
+  it('timeout and maxWait of Infinity (or past 2^31 − 1 ms) mean no bound, not 1 ms', async () => {
+    const { driver, released } = scripted({ connectAfterMs: 20 });
+    const result = await pooledExecutor(driver).$transaction(
+      async () => {
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        return 'committed';
+      },
+      { maxWait: Number.POSITIVE_INFINITY, timeout: 3_000_000_000 },
+    );
+    expect(result).toBe('committed');
+    expect(released).toEqual([{ id: 1, destroy: false }]);
+  });
 });

@@ -164,3 +164,33 @@ describe('the queue (better-sqlite3)', () => {
     db.close();
   });
 });
+
+describe('bounds past a timer’s range (better-sqlite3)', () => {
+  it('timeout and maxWait of Infinity (or past 2^31 − 1 ms) mean no bound, not 1 ms (Node clamps such a timer to 1 ms)', async () => {
+    const { db, ids } = freshDatabase();
+    const client = sqliteDatabaseExecutor(db);
+    const held = deferred();
+    const release = deferred();
+    const holder = client.$transaction(
+      async (t) => {
+        await on(t).$executeRawUnsafe('insert into effects (id) values (?)', 'long');
+        held.resolve();
+        await release.promise;
+      },
+      { timeout: Number.POSITIVE_INFINITY },
+    );
+    await held.promise;
+    const waiter = client.$transaction(
+      async (t) => {
+        await on(t).$executeRawUnsafe('insert into effects (id) values (?)', 'waited');
+      },
+      { maxWait: 3_000_000_000, timeout: 3_000_000_000 },
+    );
+    await sleep(30);
+    release.resolve();
+    await holder;
+    await waiter;
+    expect(ids()).toEqual(['long', 'waited']);
+    db.close();
+  });
+});

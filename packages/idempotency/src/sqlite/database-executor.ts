@@ -17,6 +17,7 @@
  * Structural: the library imports no driver; any better-sqlite3 `Database` (v11 and later) fits.
  */
 import type { PrismaClientLike, SqlExecutor } from '../stores/prisma-client.ts';
+import { timerDelay } from '../stores/timer-delay.ts';
 import { TransactionClosedError } from '../stores/transaction-fence.ts';
 import { SqliteConnectionWaitError } from './sql.ts';
 import { createSqliteIdempotencyStore, type SqliteStoreOptions } from './store.ts';
@@ -96,7 +97,7 @@ export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteData
         reject(new SqliteConnectionWaitError(`No turn on the SQLite connection within ${maxWaitMs} ms.`));
         // Its place in the queue passes on as soon as it comes.
         void previous.then(release);
-      }, maxWaitMs);
+      }, timerDelay(maxWaitMs));
       void previous.then(() => {
         if (waited) return;
         clearTimeout(timer);
@@ -154,7 +155,7 @@ export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteData
                   `The transaction ran past its timeout (${timeoutMs} ms) and was rolled back.`,
                 ),
               ),
-            timeoutMs,
+            timerDelay(timeoutMs),
           );
         });
         const result = await Promise.race([fn(tx as never), timedOut]);

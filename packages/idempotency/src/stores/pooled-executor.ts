@@ -10,6 +10,7 @@
  * to send a statement, take a connection and give it back.
  */
 import type { PrismaClientLike, SqlExecutor } from './prisma-client.ts';
+import { timerDelay } from './timer-delay.ts';
 import { CommitRolledBackError, TransactionClosedError } from './transaction-fence.ts';
 
 /** What the executor needs of a driver; `on` is a pooled connection, or undefined for the pool itself. */
@@ -71,7 +72,7 @@ function executorOn<TConnection>(
 function boundedBy<T>(promise: Promise<T>, ms: number, error: () => Error): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(error()), ms);
+    timer = setTimeout(() => reject(error()), timerDelay(ms));
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
