@@ -238,4 +238,23 @@ describe.each(['Postgres', 'MariaDB', 'SQLite'])('the consumer under races on %s
     expect(outcomes.sort()).toEqual(['duplicate', 'executed']);
     expect(await effectsOf(id)).toEqual(['new', 'old']);
   });
+
+  it('five deliveries of one id at once in one process, the first failing: never two executed, one effect', async () => {
+    const [a] = backend().stores;
+    const id = randomUUID();
+    const gate = deferred<void>();
+    let calls = 0;
+    const consumer = consumerOn(a, gate.promise, () => {
+      calls += 1;
+      return calls === 1;
+    });
+    const deliveries = Array.from({ length: 5 }, () => consumer.handle(message(id, { v: 'same' })));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    gate.resolve();
+    const outcomes = (await Promise.all(deliveries)).map((d) => (d.action === 'ack' ? d.outcome : d.action));
+    expect(outcomes.filter((o) => o === 'executed')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'retry')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'duplicate')).toHaveLength(3);
+    expect(await effectsOf(id)).toEqual(['same']);
+  });
 });
