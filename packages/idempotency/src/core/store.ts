@@ -74,6 +74,14 @@ export interface IdempotencyStore<TTx> {
    * sent after the answer, could join the duplicate's transaction and be rolled back with it. Absent: false.
    */
   readonly answersDuplicatesAtClaim?: boolean;
+  /**
+   * Optional: rejects when `tx`'s transaction can no longer commit — on Postgres a statement of it failed (its
+   * error caught by the procedure), so its COMMIT would roll everything back and report no error. Sent before the
+   * COMMIT of a transaction whose last statements were the procedure's, not the store's (a claim written
+   * completed, then the run). Absent when the store's own COMMIT reports it, or no statement error can end a
+   * transaction silently.
+   */
+  checkTransaction?(tx: TTx): Promise<void>;
   /** Runs `fn` in one transaction whose lock waits are bounded. */
   transaction<T>(fn: (tx: TTx) => Promise<T>, options: TransactionOptions): Promise<T>;
   /** True when `error` is the database giving up on a lock wait (→ 409, not 500). */

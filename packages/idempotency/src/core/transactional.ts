@@ -189,7 +189,11 @@ async function runTransactional<TTx, TResult>(
       if (responseBeforeRun && outcome.response !== responseBeforeRun)
         throw new Error('handleTransactional: a run with responseBeforeRun must answer it or null');
       if (outcome.response.kind === 'error') throw new RollBack(outcome.result, outcome.response);
-      if (!responseBeforeRun) await store.complete(request, owner, outcome.response, tx);
+      // The claim wrote the response, so no completion follows the run: a statement of the run that failed with
+      // its error caught may have left the transaction unable to commit (Postgres then answers the COMMIT with a
+      // silent ROLLBACK): the store checks it first, where its COMMIT would not say.
+      if (responseBeforeRun) await store.checkTransaction?.(tx);
+      else await store.complete(request, owner, outcome.response, tx);
       stored = outcome.response;
       return { kind: 'executed', result: outcome.result };
     }, transactionOptions);

@@ -7,7 +7,11 @@
 export { type CleanupResult, cleanupExpiredKeys } from '../stores/cleanup.ts';
 export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
 export { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
-export { TransactionClosedError, withTransactionFence } from '../stores/transaction-fence.ts';
+export {
+  CommitRolledBackError,
+  TransactionClosedError,
+  withTransactionFence,
+} from '../stores/transaction-fence.ts';
 export {
   MariadbIdempotencyTableMissingError,
   MariadbKeyColumnTooLongError,

@@ -21,7 +21,10 @@ export interface MariadbFieldLike {
 }
 export interface MariadbQueryOptionsLike {
   sql: string;
-  typeCast: <TDecoded>(field: MariadbFieldLike, next: () => TDecoded) => TDecoded | Date | null;
+  typeCast: <TDecoded>(
+    field: MariadbFieldLike,
+    next: () => TDecoded,
+  ) => TDecoded | Date | string | number | null;
   bigIntAsNumber: boolean;
 }
 export interface MariadbConnectionLike {
@@ -40,14 +43,40 @@ export class MariadbTransactionTimeoutError extends Error {
 
 export type MariadbPoolExecutor = PrismaClientLike;
 
-/** A DATETIME or TIMESTAMP as the UTC instant the store wrote ('YYYY-MM-DD HH:MM:SS[.ffffff]'). */
-function utcTimes<TDecoded>(field: MariadbFieldLike, next: () => TDecoded): TDecoded | Date | null {
+/**
+ * A DATETIME or TIMESTAMP as the UTC instant the store wrote ('YYYY-MM-DD HH:MM:SS[.ffffff]'); a BIGINT as a
+ * number while it is one exactly, else a bigint (never rounded: an app's own ids past 2^53 read through `tx`).
+ */
+function decoded<TDecoded>(
+  field: MariadbFieldLike,
+  next: () => TDecoded,
+): TDecoded | Date | string | number | null {
+  if (field.type === 'BIGINT') {
+    const text = field.string();
+    if (text === null) return null;
+    const value = Number(text);
+    return Number.isSafeInteger(value) ? value : text;
+  }
   if (field.type !== 'DATETIME' && field.type !== 'TIMESTAMP') return next();
   const text = field.string();
-  return text === null ? null : new Date(`${text.replace(' ', 'T')}Z`);
+  if (text === null) return null;
+  const time = new Date(`${text.replace(' ', 'T')}Z`);
+  // A zero date ('0000-00-00 …', allowed without NO_ZERO_DATE): null, as the connector itself reads it.
+  return Number.isNaN(time.getTime()) ? null : time;
 }
 
-const options = (sql: string): MariadbQueryOptionsLike => ({ sql, typeCast: utcTimes, bigIntAsNumber: true });
+/**
+ * A Date sent as the UTC text the reads above take it for: the connector would write it in the process's zone,
+ * and a Date written through `tx` would read back off by the zone's offset.
+ */
+const bound = (values: unknown[]) =>
+  values.map((value) =>
+    value instanceof Date && !Number.isNaN(value.getTime())
+      ? value.toISOString().replace('T', ' ').replace('Z', '')
+      : value,
+  );
+
+const options = (sql: string): MariadbQueryOptionsLike => ({ sql, typeCast: decoded, bigIntAsNumber: true });
 
 /** Rows of a result set (the connector adds a `meta` property to the array: dropped), or none for an OK. */
 const rowsOf = (result: unknown): unknown[] => (Array.isArray(result) ? [...result] : []);
@@ -60,8 +89,15 @@ const countOf = (result: unknown): number =>
 /** `pool` as the MariaDB store's client. */
 export function mariadbPoolExecutor(pool: MariadbPoolLike): MariadbPoolExecutor {
   return pooledExecutor<MariadbConnectionLike>({
-    query: async (on, sql, values) => rowsOf(await (on ?? pool).query(options(sql), values)),
-    execute: async (on, sql, values) => countOf(await (on ?? pool).query(options(sql), values)),
+    query: async (on, sql, values) => rowsOf(await (on ?? pool).query(options(sql), bound(values))),
+    execute: async (on, sql, values) => countOf(await (on ?? pool).query(options(sql), bound(values))),
+    // InnoDB rolls a deadlock victim's whole transaction back, and the session is then in autocommit.
+    inTransaction: async (connection) => {
+      const [row] = rowsOf(await connection.query(options('SELECT @@in_transaction AS open'))) as Array<{
+        open: number;
+      }>;
+      return Number(row?.open) === 1;
+    },
     connect: () => pool.getConnection(),
     release: (connection, destroy) => void (destroy ? connection.destroy() : connection.release()),
     timeoutError: (message) => new MariadbTransactionTimeoutError(message),

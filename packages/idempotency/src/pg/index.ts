@@ -5,7 +5,7 @@
 
 export { type CleanupResult, cleanupExpiredKeys } from '../stores/cleanup.ts';
 export { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
-export { TransactionClosedError } from '../stores/transaction-fence.ts';
+export { CommitRolledBackError, TransactionClosedError } from '../stores/transaction-fence.ts';
 export {
   type PgPoolClientLike,
   type PgPoolExecutor,

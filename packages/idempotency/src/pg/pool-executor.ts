@@ -7,10 +7,13 @@
 
 import { pooledExecutor } from '../stores/pooled-executor.ts';
 import type { PrismaClientLike } from '../stores/prisma-client.ts';
+import { CommitRolledBackError } from '../stores/transaction-fence.ts';
 
 export interface PgQueryResultLike {
   rows: unknown[];
   rowCount: number | null;
+  /** The command tag: 'ROLLBACK' for the COMMIT of a transaction a failed statement aborted. */
+  command?: string;
 }
 export interface PgPoolClientLike {
   query(text: string, values?: unknown[]): Promise<PgQueryResultLike>;
@@ -32,6 +35,11 @@ export function pgPoolExecutor(pool: PgPoolLike): PgPoolExecutor {
   return pooledExecutor<PgPoolClientLike>({
     query: async (on, sql, values) => (await (on ?? pool).query(sql, values)).rows,
     execute: async (on, sql, values) => (await (on ?? pool).query(sql, values)).rowCount ?? 0,
+    // Postgres answers the COMMIT of a transaction that a failed statement aborted with ROLLBACK, and no error
+    // (a procedure that caught that statement's error and went on): nothing was committed.
+    commit: async (client) => {
+      if ((await client.query('COMMIT')).command === 'ROLLBACK') throw new CommitRolledBackError();
+    },
     connect: () => pool.connect(),
     release: (client, destroy) => client.release(destroy || undefined),
     timeoutError: (message) => new PgTransactionTimeoutError(message),

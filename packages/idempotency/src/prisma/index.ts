@@ -6,7 +6,11 @@
 export { type CleanupResult, cleanupExpiredKeys } from '../stores/cleanup.ts';
 export type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
 export { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
-export { TransactionClosedError, withTransactionFence } from '../stores/transaction-fence.ts';
+export {
+  CommitRolledBackError,
+  TransactionClosedError,
+  withTransactionFence,
+} from '../stores/transaction-fence.ts';
 export { wrapTransactions } from '../stores/wrap-transactions.ts';
 export {
   EVICTED_KEYS_CHANNEL,
@@ -15,7 +19,6 @@ export {
   type NotificationClient,
 } from './evicted-keys.ts';
 export { type FastPathOptions, type WithFastPath, withIdempotencyFastPath } from './fast-path/adapter.ts';
-export { CommitRolledBackError } from './fast-path/transaction-connection.ts';
 export { IdempotencyTableMissingError } from './missing-table.ts';
 export {
   createIdempotencyKeyOperations,

@@ -9,6 +9,7 @@
 import { tooManyInFlightError } from '../core/errors.ts';
 import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
+import { COMMIT_CHECKED } from '../stores/pooled-executor.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import { expiredBatchDelete } from './expired-batch.ts';
@@ -69,6 +70,11 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
       'createPrismaIdempotencyStore: fastPath must be an adapter from withIdempotencyFastPath',
     );
   const executorFor = (tx?: SqlExecutor): SqlExecutor => fastPath?.executor(tx) ?? tx ?? db;
+  // Whether a COMMIT that Postgres answered with ROLLBACK (a failed statement aborted the transaction) rejects:
+  // on the fast path (CommitRolledBackError) and on node-postgres' pool (pg/pool-executor.ts); not through
+  // Prisma's own raw path, which reports it as a commit.
+  const commitChecked =
+    fastPath !== undefined || (db as { [COMMIT_CHECKED]?: boolean })[COMMIT_CHECKED] === true;
 
   const sql = storeStatements(table);
   async function find(key: RecordKey, tx?: SqlExecutor): Promise<IdempotencyRecord | null> {
@@ -139,6 +145,14 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
     // Every keyed request starts with a claim: a missing table is reported there, by name.
     claim: (request, tx) => explainingMissingTable(tableName, () => claim(request, tx)),
     ...(options.leaseRenewal === false ? {} : { renewLease }),
+    // A statement in an aborted transaction fails (25P02): one cheap round trip where the COMMIT would not say.
+    ...(commitChecked
+      ? {}
+      : {
+          async checkTransaction(tx: SqlExecutor) {
+            await executorFor(tx).$queryRawUnsafe('select 1');
+          },
+        }),
 
     async complete(key, owner, response, tx?: SqlExecutor) {
       const values = [...keyParams(key), owner, JSON.stringify(response), response.httpStatus];

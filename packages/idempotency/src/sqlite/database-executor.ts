@@ -7,7 +7,8 @@
  * connection is taken by one transaction at a time (an in-process queue, waited on at most `maxWait`), and every
  * statement sent outside a transaction waits its turn too: a bare statement sent while another transaction is
  * open would otherwise run INSIDE that transaction and be rolled back with it. A transaction past its `timeout`
- * is rolled back and its later statements refused (the fence), as are statements sent after its COMMIT.
+ * is rolled back and its later statements refused (the fence), as are statements sent after its COMMIT or after
+ * SQLite rolled it back on its own (a statement error that ends the transaction, e.g. a trigger's RAISE(ROLLBACK)).
  *
  * A statement that needs the write lock while another process holds it waits up to the connection's
  * busy_timeout (better-sqlite3's `timeout` option, default 5 000 ms) — synchronously, as every better-sqlite3
@@ -16,6 +17,7 @@
  * Structural: the library imports no driver; any better-sqlite3 `Database` (v11 and later) fits.
  */
 import type { PrismaClientLike, SqlExecutor } from '../stores/prisma-client.ts';
+import { timerDelay } from '../stores/timer-delay.ts';
 import { TransactionClosedError } from '../stores/transaction-fence.ts';
 import { SqliteConnectionWaitError } from './sql.ts';
 import { createSqliteIdempotencyStore, type SqliteStoreOptions } from './store.ts';
@@ -44,6 +46,9 @@ export class SqliteTransactionTimeoutError extends Error {
 
 export type SqliteDatabaseExecutor = PrismaClientLike;
 
+/** Each Database's queue for its one connection, shared by every executor on it. */
+const turnsByDatabase = new WeakMap<SqliteDatabaseLike, { queue: Promise<void> }>();
+
 /** `database` as the SQLite store's client. */
 export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteDatabaseExecutor {
   const prepared = new Map<string, SqliteStatementLike>();
@@ -67,15 +72,24 @@ export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteData
       : prepared.run(...values.map(bindable)).changes;
   };
 
-  /** The connection's turn: one transaction (or bare statement) at a time, in arrival order. */
-  let queue: Promise<void> = Promise.resolve();
+  /**
+   * The connection's turn: one transaction (or bare statement) at a time, in arrival order — per `database`, not
+   * per executor: two executors (two stores, a store and the app's own) on one Database share its one connection,
+   * and a BEGIN sent while the other's transaction is open would fail and ROLLBACK that transaction under it.
+   */
+  let turns = turnsByDatabase.get(database);
+  if (!turns) {
+    turns = { queue: Promise.resolve() };
+    turnsByDatabase.set(database, turns);
+  }
+  const connection = turns;
   function takeTurn(maxWaitMs: number): Promise<() => void> {
     let release: () => void = () => {};
     const mine = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const previous = queue;
-    queue = queue.then(() => mine);
+    const previous = connection.queue;
+    connection.queue = previous.then(() => mine);
     return new Promise((resolve, reject) => {
       let waited = false;
       const timer = setTimeout(() => {
@@ -83,7 +97,7 @@ export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteData
         reject(new SqliteConnectionWaitError(`No turn on the SQLite connection within ${maxWaitMs} ms.`));
         // Its place in the queue passes on as soon as it comes.
         void previous.then(release);
-      }, maxWaitMs);
+      }, timerDelay(maxWaitMs));
       void previous.then(() => {
         if (waited) return;
         clearTimeout(timer);
@@ -113,6 +127,10 @@ export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteData
       const release = await takeTurn(options.maxWait ?? DEFAULT_MAX_WAIT_MS);
       let open = true;
       const whileOpen = <T>(send: () => T): Promise<T> => {
+        // SQLite itself may have ended the transaction: some statement errors roll it back whole (a trigger's
+        // RAISE(ROLLBACK), SQLITE_FULL, SQLITE_NOMEM, an I/O error). A statement sent after that would run alone in
+        // autocommit and stay, whatever the callback does next: refused like one after a ROLLBACK.
+        if (open && !database.inTransaction) open = false;
         if (!open) return Promise.reject(new TransactionClosedError());
         try {
           return Promise.resolve(send());
@@ -137,7 +155,7 @@ export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteData
                   `The transaction ran past its timeout (${timeoutMs} ms) and was rolled back.`,
                 ),
               ),
-            timeoutMs,
+            timerDelay(timeoutMs),
           );
         });
         const result = await Promise.race([fn(tx as never), timedOut]);

@@ -10,7 +10,8 @@
  * to send a statement, take a connection and give it back.
  */
 import type { PrismaClientLike, SqlExecutor } from './prisma-client.ts';
-import { TransactionClosedError } from './transaction-fence.ts';
+import { timerDelay } from './timer-delay.ts';
+import { CommitRolledBackError, TransactionClosedError } from './transaction-fence.ts';
 
 /** What the executor needs of a driver; `on` is a pooled connection, or undefined for the pool itself. */
 export interface PooledDriver<TConnection> {
@@ -21,9 +22,28 @@ export interface PooledDriver<TConnection> {
   connect(): Promise<TConnection>;
   /** Back to the pool; `destroy`: closed instead, its state unknown (a ROLLBACK that failed). */
   release(connection: TConnection, destroy: boolean): void;
+  /**
+   * Optional: COMMIT on `connection`, rejecting (CommitRolledBackError) when the database ended the transaction
+   * without committing it — Postgres answers the COMMIT of a transaction a failed statement aborted with ROLLBACK
+   * and no error. Without it, COMMIT is sent through `execute` and such an answer goes unseen.
+   */
+  commit?(connection: TConnection): Promise<void>;
+  /**
+   * Optional: whether `connection` is still in the transaction, asked after one of its statements failed. Some
+   * errors end the whole transaction on the server (InnoDB's deadlock victim), and a statement sent after that
+   * runs alone in autocommit and stays. False: the transaction's later statements are refused and its COMMIT
+   * fails (CommitRolledBackError) — nothing of it committed.
+   */
+  inTransaction?(connection: TConnection): Promise<boolean>;
   /** The error of a wait or a transaction past its bound (each driver's own class, exported with it). */
   timeoutError(message: string): Error;
 }
+
+/**
+ * Marks an executor whose `$transaction` rejects when its COMMIT did not commit (see `PooledDriver.commit`): a
+ * store on it need not check the transaction before the COMMIT (`IdempotencyStore.checkTransaction`).
+ */
+export const COMMIT_CHECKED: unique symbol = Symbol.for('@idem/idempotency commit checked');
 
 /** Prisma's defaults for an interactive transaction: 2 s to get a connection, 5 s to run. */
 const DEFAULT_MAX_WAIT_MS = 2_000;
@@ -33,13 +53,18 @@ function executorOn<TConnection>(
   driver: PooledDriver<TConnection>,
   on: TConnection | undefined,
   isOpen: () => boolean = () => true,
+  failed: () => Promise<void> = async () => {},
 ): SqlExecutor {
   const refused = () => Promise.reject(new TransactionClosedError());
+  const afterFailure = async (error: unknown): Promise<never> => {
+    await failed();
+    throw error;
+  };
   return {
     $queryRawUnsafe: <T>(sql: string, ...values: unknown[]) =>
-      isOpen() ? (driver.query(on, sql, values) as Promise<T>) : refused(),
+      isOpen() ? (driver.query(on, sql, values).catch(afterFailure) as Promise<T>) : refused(),
     $executeRawUnsafe: (sql: string, ...values: unknown[]) =>
-      isOpen() ? driver.execute(on, sql, values) : refused(),
+      isOpen() ? driver.execute(on, sql, values).catch(afterFailure) : refused(),
   };
 }
 
@@ -47,7 +72,7 @@ function executorOn<TConnection>(
 function boundedBy<T>(promise: Promise<T>, ms: number, error: () => Error): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(error()), ms);
+    timer = setTimeout(() => reject(error()), timerDelay(ms));
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
@@ -56,6 +81,7 @@ function boundedBy<T>(promise: Promise<T>, ms: number, error: () => Error): Prom
 export function pooledExecutor<TConnection>(driver: PooledDriver<TConnection>): PrismaClientLike {
   return {
     ...executorOn(driver, undefined),
+    ...(driver.commit ? { [COMMIT_CHECKED]: true } : {}),
     async $transaction<R>(
       fn: (tx: never) => Promise<R>,
       options: { maxWait?: number; timeout?: number } = {},
@@ -73,15 +99,23 @@ export function pooledExecutor<TConnection>(driver: PooledDriver<TConnection>): 
       });
       let open = true;
       let ended = false;
+      /** The server ended the transaction itself (see `PooledDriver.inTransaction`). */
+      let lost = false;
+      const failed = async () => {
+        if (open && driver.inTransaction && !(await driver.inTransaction(connection).catch(() => true)))
+          lost = true;
+      };
       try {
         await driver.execute(connection, 'BEGIN', []);
         const result = await boundedBy(
-          fn(executorOn(driver, connection, () => open) as never),
+          fn(executorOn(driver, connection, () => open && !lost, failed) as never),
           options.timeout ?? DEFAULT_TIMEOUT_MS,
           () => driver.timeoutError('The transaction ran past its timeout and was rolled back.'),
         );
         open = false;
-        await driver.execute(connection, 'COMMIT', []);
+        if (lost) throw new CommitRolledBackError();
+        if (driver.commit) await driver.commit(connection);
+        else await driver.execute(connection, 'COMMIT', []);
         ended = true;
         driver.release(connection, false);
         return result;

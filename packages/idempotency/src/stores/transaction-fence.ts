@@ -19,6 +19,15 @@ export class TransactionClosedError extends Error {
   }
 }
 
+/** A COMMIT that Postgres answered with ROLLBACK: the transaction had failed, nothing was committed. */
+export class CommitRolledBackError extends Error {
+  override readonly name = 'CommitRolledBackError';
+
+  constructor() {
+    super('COMMIT rolled back: a statement of the transaction had failed, so nothing was committed');
+  }
+}
+
 const MAY_END_TRANSACTION = /^\s*(?:\/\*|--|commit|end|rollback|abort)/i;
 
 /**

@@ -15,6 +15,7 @@
  * timeout) overtake an earlier statement. A transaction that sent nothing (its `BEGIN` still owed) ends without
  * a round trip.
  */
+import { CommitRolledBackError } from '../../stores/transaction-fence.ts';
 import { type BatchResult, type BatchStatement, type PgClientLike, sendBatch } from './pg-batch.ts';
 
 /** A pooled node-postgres client as Prisma's pg adapter uses it. */
@@ -121,15 +122,6 @@ export function transactionConnection(client: PoolClientLike): TransactionConnec
       owed.push(statement);
     },
   };
-}
-
-/** A COMMIT that Postgres answered with ROLLBACK: the transaction had failed, nothing was committed. */
-export class CommitRolledBackError extends Error {
-  override readonly name = 'CommitRolledBackError';
-
-  constructor() {
-    super('COMMIT rolled back: a statement of the transaction had failed, so nothing was committed');
-  }
 }
 
 /** The statement's text when it may be BEGIN, COMMIT or ROLLBACK (upper case), else undefined. */
