@@ -165,6 +165,21 @@ describe('the queue (better-sqlite3)', () => {
   });
 });
 
+describe('statements as Prisma takes them (better-sqlite3)', () => {
+  it('$queryRawUnsafe of a statement that returns no rows runs it and answers [] (Prisma does; the driver’s all() refuses it)', async () => {
+    const { db, ids } = freshDatabase();
+    const client = sqliteDatabaseExecutor(db);
+    expect(await client.$queryRawUnsafe('insert into effects (id) values (?)', 'bare')).toEqual([]);
+    await client.$transaction(async (t) => {
+      expect(await on(t).$queryRawUnsafe('insert into effects (id) values (?)', 'in')).toEqual([]);
+    });
+    expect(ids()).toEqual(['bare', 'in']);
+    // CONTROL: the driver's all() on such a statement throws.
+    expect(() => db.prepare('insert into effects (id) values (?)').all('x')).toThrow(/does not return data/);
+    db.close();
+  });
+});
+
 describe('bounds past a timer’s range (better-sqlite3)', () => {
   it('timeout and maxWait of Infinity (or past 2^31 − 1 ms) mean no bound, not 1 ms (Node clamps such a timer to 1 ms)', async () => {
     const { db, ids } = freshDatabase();

@@ -64,7 +64,16 @@ export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteData
     prepared.set(sql, found);
     return found;
   }
-  const query = (sql: string, values: unknown[]) => statement(sql).all(...values.map(bindable));
+  const query = (sql: string, values: unknown[]) => {
+    const prepared = statement(sql);
+    // A statement that returns no rows (an INSERT without RETURNING): run, no rows — as Prisma's SQLite adapter
+    // answers $queryRawUnsafe; the driver's all() would refuse it.
+    if (!prepared.reader) {
+      prepared.run(...values.map(bindable));
+      return [];
+    }
+    return prepared.all(...values.map(bindable));
+  };
   const execute = (sql: string, values: unknown[]) => {
     const prepared = statement(sql);
     return prepared.reader
