@@ -180,6 +180,24 @@ describe('statements as Prisma takes them (better-sqlite3)', () => {
   });
 });
 
+describe('parameters as Prisma binds them (better-sqlite3)', () => {
+  it('a Date parameter is bound as Prisma’s SQLite adapter binds it (ISO 8601, +00:00 — the store’s own time format), not refused', async () => {
+    const { db } = freshDatabase();
+    db.exec('create table times (at text)');
+    const client = sqliteDatabaseExecutor(db);
+    const at = new Date('2026-01-02T03:04:05.678Z');
+    await client.$executeRawUnsafe('insert into times (at) values (?)', at);
+    expect(db.prepare('select at from times').all()).toEqual([{ at: '2026-01-02T03:04:05.678+00:00' }]);
+    // It compares with the store's clock text: strftime('%Y-%m-%dT%H:%M:%f+00:00').
+    const [row] = await client.$queryRawUnsafe<Array<{ before: number }>>(
+      `select ? < strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now') as before`,
+      at,
+    );
+    expect(row?.before).toBe(1);
+    db.close();
+  });
+});
+
 describe('bounds past a timer’s range (better-sqlite3)', () => {
   it('timeout and maxWait of Infinity (or past 2^31 − 1 ms) mean no bound, not 1 ms (Node clamps such a timer to 1 ms)', async () => {
     const { db, ids } = freshDatabase();

@@ -185,10 +185,15 @@ export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteData
   };
 }
 
-/** better-sqlite3 binds numbers, bigints, strings, buffers and null; a boolean or undefined is refused. */
+/**
+ * better-sqlite3 binds numbers, bigints, strings, buffers and null; a boolean, undefined or Date is refused. A Date
+ * is bound as Prisma's SQLite adapter binds it (ISO 8601 with +00:00: the store's own time format, so it compares
+ * with the store's times as text).
+ */
 function bindable(value: unknown): unknown {
   if (value === undefined) return null;
   if (typeof value === 'boolean') return value ? 1 : 0;
+  if (value instanceof Date) return value.toISOString().replace('Z', '+00:00');
   return value;
 }
 
