@@ -13,6 +13,7 @@ import type { StoredResponse } from '../core/record.ts';
 import type { HandledRequest, IdempotentRequest } from '../core/request.ts';
 import type { IdempotencyStore } from '../core/store.ts';
 import { handleTransactional } from '../core/transactional.ts';
+import { MariadbKeyColumnTooLongError } from '../mariadb/errors.ts';
 import { MAX_KEY_LENGTH } from '../protocol.ts';
 import type { ConsumerDecision, DeadLetterReason, MessageConsumer, QueueMessage } from './message.ts';
 
@@ -168,6 +169,10 @@ export function createIdempotentConsumer<TTx, TBody = unknown>(
         });
         return { action: 'ack', outcome: 'anomaly' };
       }
+      // An id or type longer than the store's key columns hold (MariaDB: 255 bytes of UTF-8): refused before any
+      // SQL, on every delivery — the message's fault, not the store's. Retried, it would never end.
+      if (error instanceof MariadbKeyColumnTooLongError && error.column !== 'scope')
+        return deadLetter('invalid', error);
       // The store's failure (unreachable, a concurrent delivery of the id still running past lockTimeoutMs, a
       // failed commit): nothing committed and the message is not at fault, so it is retried however often.
       return { action: 'retry', delayMs: backoffMs(message.deliveryCount), error };
