@@ -7,11 +7,14 @@
 import { randomUUID } from 'node:crypto';
 import { createScratchMariadb, type ScratchMariadb } from '@idem/mariadb-test-db';
 import mariadb from 'mariadb';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdempotentConsumer, type QueueMessage } from '../src/consumer/index.ts';
 import type { IdempotencyStore } from '../src/core/store.ts';
 import { createMariadbPoolIdempotencyStore, mariadbIdempotencyKeysSchema } from '../src/mariadb/index.ts';
+import { createPgIdempotencyStore } from '../src/pg/index.ts';
 import type { SqlExecutor } from '../src/prisma/index.ts';
+import { ownTableUrl } from './support/db.ts';
 import { json } from './support/queue.ts';
 
 let scratch: ScratchMariadb;
@@ -72,5 +75,25 @@ describe('a message the MariaDB inbox cannot hold', () => {
       action: 'ack',
       outcome: 'executed',
     });
+  });
+});
+
+describe('a message the Postgres inbox cannot hold', () => {
+  it('a type too long for the primary key’s index entry (btree: 2 704 bytes) is dead-lettered as invalid, not retried forever', async () => {
+    const pgPool = new pg.Pool({ connectionString: await ownTableUrl(), max: 2 });
+    try {
+      const consumer = createIdempotentConsumer<SqlExecutor>({
+        store: createPgIdempotencyStore(pgPool) as never,
+        name: 'review-poison',
+        maxDeliveries: 3,
+        handler: async () => {},
+      });
+      // Random, so that TOAST compression cannot shrink the entry under the limit.
+      const type = Array.from({ length: 300 }, () => randomUUID().slice(0, 10)).join('');
+      const decision = await consumer.handle(delivery({ type, deliveryCount: 50 }));
+      expect(decision).toMatchObject({ action: 'dead-letter', reason: 'invalid' });
+    } finally {
+      await pgPool.end();
+    }
   });
 });

@@ -122,8 +122,18 @@ export function createIdempotentConsumer<TTx, TBody = unknown>(
     Math.min(maxMs, initialMs * 2 ** Math.max(0, Math.min(deliveryCount - 1, 30)));
 
   async function decide(message: QueueMessage): Promise<ConsumerDecision> {
-    if (!message.id || message.id.length > MAX_KEY_LENGTH || !message.type)
-      return deadLetter('invalid', new RangeError('a message needs an id of 1–255 characters and a type'));
+    // The type is the inbox key's procedure: bounded like the id, or a long one could never be stored (Postgres'
+    // primary key entry is at most 2 704 bytes) and would be retried forever.
+    if (
+      !message.id ||
+      message.id.length > MAX_KEY_LENGTH ||
+      !message.type ||
+      message.type.length > MAX_KEY_LENGTH
+    )
+      return deadLetter(
+        'invalid',
+        new RangeError('a message needs an id and a type of 1–255 characters each'),
+      );
     let body: TBody;
     try {
       body = decode(message.body);
