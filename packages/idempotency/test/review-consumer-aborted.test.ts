@@ -135,6 +135,41 @@ describe('a handler that swallows a failed statement (Postgres, node-postgres Po
     }
   });
 
+  it('through Prisma on the fast path: never acked as executed when its transaction was rolled back', async () => {
+    const { createPrismaClient, pgAdapter } = await import('@idem/db');
+    const { createPrismaIdempotencyStore, withIdempotencyFastPath } = await import('../src/prisma/index.ts');
+    const adapter = withIdempotencyFastPath(pgAdapter({ connectionString: url, max: 2 }));
+    const db = createPrismaClient({ adapter });
+    try {
+      const consumer = createIdempotentConsumer({
+        store: createPrismaIdempotencyStore(db, {
+          fastPath: adapter,
+        }) as unknown as IdempotencyStore<SqlExecutor>,
+        name: 'review-aborted-fast',
+        handler: async (received, tx) => {
+          await tx.$executeRawUnsafe('insert into effects (message_id) values ($1)', received.id);
+          await tx.$executeRawUnsafe(`insert into ledger (id) values ('taken')`).then(
+            () => {},
+            () => {},
+          );
+        },
+      });
+      const delivery = message();
+      const decision = await consumer.handle(delivery);
+      const effects = await count(
+        'select count(*)::int as n from effects where message_id = $1',
+        delivery.id,
+      );
+      const inbox = await count(
+        'select count(*)::int as n from idempotency_keys where key = $1',
+        delivery.id,
+      );
+      expect({ action: decision.action, effects, inbox }).toEqual({ action: 'retry', effects: 0, inbox: 0 });
+    } finally {
+      await db.$disconnect();
+    }
+  });
+
   it('the pooled executor reports a COMMIT the server turned into a ROLLBACK as a failure', async () => {
     const { pgPoolExecutor } = await import('../src/pg/index.ts');
     const outcome = await pgPoolExecutor(pool)

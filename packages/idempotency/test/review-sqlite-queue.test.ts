@@ -165,6 +165,39 @@ describe('the queue (better-sqlite3)', () => {
   });
 });
 
+describe('statements as Prisma takes them (better-sqlite3)', () => {
+  it('$queryRawUnsafe of a statement that returns no rows runs it and answers [] (Prisma does; the driver’s all() refuses it)', async () => {
+    const { db, ids } = freshDatabase();
+    const client = sqliteDatabaseExecutor(db);
+    expect(await client.$queryRawUnsafe('insert into effects (id) values (?)', 'bare')).toEqual([]);
+    await client.$transaction(async (t) => {
+      expect(await on(t).$queryRawUnsafe('insert into effects (id) values (?)', 'in')).toEqual([]);
+    });
+    expect(ids()).toEqual(['bare', 'in']);
+    // CONTROL: the driver's all() on such a statement throws.
+    expect(() => db.prepare('insert into effects (id) values (?)').all('x')).toThrow(/does not return data/);
+    db.close();
+  });
+});
+
+describe('parameters as Prisma binds them (better-sqlite3)', () => {
+  it('a Date parameter is bound as Prisma’s SQLite adapter binds it (ISO 8601, +00:00 — the store’s own time format), not refused', async () => {
+    const { db } = freshDatabase();
+    db.exec('create table times (at text)');
+    const client = sqliteDatabaseExecutor(db);
+    const at = new Date('2026-01-02T03:04:05.678Z');
+    await client.$executeRawUnsafe('insert into times (at) values (?)', at);
+    expect(db.prepare('select at from times').all()).toEqual([{ at: '2026-01-02T03:04:05.678+00:00' }]);
+    // It compares with the store's clock text: strftime('%Y-%m-%dT%H:%M:%f+00:00').
+    const [row] = await client.$queryRawUnsafe<Array<{ before: number }>>(
+      `select ? < strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now') as before`,
+      at,
+    );
+    expect(row?.before).toBe(1);
+    db.close();
+  });
+});
+
 describe('bounds past a timer’s range (better-sqlite3)', () => {
   it('timeout and maxWait of Infinity (or past 2^31 − 1 ms) mean no bound, not 1 ms (Node clamps such a timer to 1 ms)', async () => {
     const { db, ids } = freshDatabase();

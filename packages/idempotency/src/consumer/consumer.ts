@@ -13,6 +13,7 @@ import type { StoredResponse } from '../core/record.ts';
 import type { HandledRequest, IdempotentRequest } from '../core/request.ts';
 import type { IdempotencyStore } from '../core/store.ts';
 import { handleTransactional } from '../core/transactional.ts';
+import { MariadbKeyColumnTooLongError } from '../mariadb/errors.ts';
 import { MAX_KEY_LENGTH } from '../protocol.ts';
 import type { ConsumerDecision, DeadLetterReason, MessageConsumer, QueueMessage } from './message.ts';
 
@@ -121,8 +122,18 @@ export function createIdempotentConsumer<TTx, TBody = unknown>(
     Math.min(maxMs, initialMs * 2 ** Math.max(0, Math.min(deliveryCount - 1, 30)));
 
   async function decide(message: QueueMessage): Promise<ConsumerDecision> {
-    if (!message.id || message.id.length > MAX_KEY_LENGTH || !message.type)
-      return deadLetter('invalid', new RangeError('a message needs an id of 1–255 characters and a type'));
+    // The type is the inbox key's procedure: bounded like the id, or a long one could never be stored (Postgres'
+    // primary key entry is at most 2 704 bytes) and would be retried forever.
+    if (
+      !message.id ||
+      message.id.length > MAX_KEY_LENGTH ||
+      !message.type ||
+      message.type.length > MAX_KEY_LENGTH
+    )
+      return deadLetter(
+        'invalid',
+        new RangeError('a message needs an id and a type of 1–255 characters each'),
+      );
     let body: TBody;
     try {
       body = decode(message.body);
@@ -168,6 +179,10 @@ export function createIdempotentConsumer<TTx, TBody = unknown>(
         });
         return { action: 'ack', outcome: 'anomaly' };
       }
+      // An id or type longer than the store's key columns hold (MariaDB: 255 bytes of UTF-8): refused before any
+      // SQL, on every delivery — the message's fault, not the store's. Retried, it would never end.
+      if (error instanceof MariadbKeyColumnTooLongError && error.column !== 'scope')
+        return deadLetter('invalid', error);
       // The store's failure (unreachable, a concurrent delivery of the id still running past lockTimeoutMs, a
       // failed commit): nothing committed and the message is not at fault, so it is retried however often.
       return { action: 'retry', delayMs: backoffMs(message.deliveryCount), error };

@@ -64,7 +64,16 @@ export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteData
     prepared.set(sql, found);
     return found;
   }
-  const query = (sql: string, values: unknown[]) => statement(sql).all(...values.map(bindable));
+  const query = (sql: string, values: unknown[]) => {
+    const prepared = statement(sql);
+    // A statement that returns no rows (an INSERT without RETURNING): run, no rows — as Prisma's SQLite adapter
+    // answers $queryRawUnsafe; the driver's all() would refuse it.
+    if (!prepared.reader) {
+      prepared.run(...values.map(bindable));
+      return [];
+    }
+    return prepared.all(...values.map(bindable));
+  };
   const execute = (sql: string, values: unknown[]) => {
     const prepared = statement(sql);
     return prepared.reader
@@ -176,10 +185,15 @@ export function sqliteDatabaseExecutor(database: SqliteDatabaseLike): SqliteData
   };
 }
 
-/** better-sqlite3 binds numbers, bigints, strings, buffers and null; a boolean or undefined is refused. */
+/**
+ * better-sqlite3 binds numbers, bigints, strings, buffers and null; a boolean, undefined or Date is refused. A Date
+ * is bound as Prisma's SQLite adapter binds it (ISO 8601 with +00:00: the store's own time format, so it compares
+ * with the store's times as text).
+ */
 function bindable(value: unknown): unknown {
   if (value === undefined) return null;
   if (typeof value === 'boolean') return value ? 1 : 0;
+  if (value instanceof Date) return value.toISOString().replace('Z', '+00:00');
   return value;
 }
 
