@@ -190,8 +190,11 @@ describe.each(BROKERS)('$broker: consumers as processes', { timeout: 90_000 }, (
     const nextControl = consumerProcess(controlTarget, { name: controlName, mode: 'control' });
     // A process's start is not part of what is polled for (a loaded machine took longer than the poll).
     await Promise.all([next.ready, nextControl.ready]);
-    await expect.poll(() => next.lines).toContain(`handled ${id} duplicate`);
-    await expect.poll(() => nextControl.lines).toContain(`handled ${id} executed`);
+    // JetStream may first hand the redelivery to a pull request the killed process left open (then it comes back
+    // after another AckWait): give the redelivery several AckWaits on a loaded machine, within the test's 90 s.
+    const redelivery = { timeout: 45_000 };
+    await expect.poll(() => next.lines, redelivery).toContain(`handled ${id} duplicate`);
+    await expect.poll(() => nextControl.lines, redelivery).toContain(`handled ${id} executed`);
     expect(await effectsOf(db, name)).toEqual(new Map([[id, 1]]));
     // At least two: without the inbox every delivery runs, and a loaded run may deliver once more past AckWait.
     const controlEffects = (await effectsOf(db, controlName)).get(id) ?? 0;
