@@ -63,8 +63,11 @@ if (env('BROKER') === 'rabbitmq') {
   process.stdout.write('ready\n');
 } else {
   const nc = await natsConnect({ servers: NATS_SERVERS });
+  // Pull requests that expire in 5 s (not 30): a killed process's open request, which the server may still
+  // hand a redelivery to, is gone within a few AckWaits.
   const messages = await (await jetstream(nc).consumers.get(env('STREAM'), env('DURABLE'))).consume({
     max_messages: 10,
+    expires: 5_000,
   });
   process.stdout.write('ready\n');
   await consumeJetStream({ messages, consumer, concurrency: 5 });
