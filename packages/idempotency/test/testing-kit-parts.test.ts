@@ -31,6 +31,7 @@ import {
   createInProcessGate,
   formatConformanceReport,
   planConformance,
+  registerIdempotencyConformance,
   runConformanceCheck,
   runIdempotencyConformance,
 } from '../src/testing/index.ts';
@@ -611,6 +612,65 @@ describe('the runner', () => {
     expect(formatConformanceReport({ ...report, passed: true, results: [], notCovered: [] })).toBe(
       'Idempotency conformance of orders.create: PASSED',
     );
+  });
+});
+
+describe('registerIdempotencyConformance', () => {
+  function register(
+    target: ConformanceTarget<unknown>,
+    options: Parameters<typeof registerIdempotencyConformance>[2],
+  ) {
+    const suites: string[] = [];
+    const tests: Array<{ name: string; body: () => Promise<void>; timeoutMs: number | undefined }> = [];
+    registerIdempotencyConformance(
+      target,
+      {
+        describe: (name, body) => {
+          suites.push(name);
+          body();
+        },
+        it: (name, body, timeoutMs) => {
+          tests.push({ name, body, timeoutMs });
+        },
+      },
+      options,
+    );
+    return { suites, tests };
+  }
+
+  it('one describe named after the procedure, one test per applicable check named "<id>: <title>", 60 s each', async () => {
+    const { suites, tests } = register(
+      createFakeApp({ inFlight: 'none', optional: false }).target as never,
+      undefined,
+    );
+    expect(suites).toEqual(['idempotency conformance: shop.placeOrder']);
+    expect(tests).toHaveLength(13);
+    expect(tests[0]?.name).toBe(
+      'first-request: first request with a new key → 2xx (tRPC: 200), executed once, not marked as a replay',
+    );
+    expect(tests.every((test) => test.timeoutMs === 60_000)).toBe(true);
+    await expect(tests[0]?.body()).resolves.toBeUndefined();
+  });
+
+  it('its name, timeout, selection and options; a failing check’s test throws "<id>: <detail>"; onResult sees each', async () => {
+    const results: string[] = [];
+    const { suites, tests } = register(createFakeApp({ faults: { missingKeyRuns: true } }).target as never, {
+      name: 'orders',
+      timeoutMs: 5,
+      only: ['missing-key', 'concurrency'],
+      concurrency: 2,
+      onResult: (result) => results.push(`${result.id} ${result.passed}`),
+    });
+    expect(suites).toEqual(['orders']);
+    expect(tests.map((test) => [test.name.split(':')[0], test.timeoutMs])).toEqual([
+      ['missing-key', 5],
+      ['concurrency', 5],
+    ]);
+    await expect(tests[0]?.body()).rejects.toThrow(
+      'missing-key: request without the header: expected HTTP 400, got 201 {"number":1,"sku":"book","quantity":1}',
+    );
+    await tests[1]?.body();
+    expect(results).toEqual(['missing-key false', 'concurrency true']);
   });
 });
 
