@@ -561,6 +561,14 @@ describe('in-flight', () => {
     );
   });
 
+  it('with a gate, the overlap is known: an app that answers both requests within one millisecond passes', async () => {
+    // The clock does not move: the duplicate leaves in the millisecond the first is answered in. The check used
+    // to compare the two times here too and failed a correct app ("answered (0 ms) before its duplicate was sent").
+    expect(await passes('in-flight', { onAnswer: () => {} })).toBe(
+      '409 + Retry-After: 1, replayed after 1 retry; 1 execution',
+    );
+  });
+
   it('passes with a latency seam', async () => {
     expect(await passes('in-flight', { inFlight: 'slow' })).toBe(
       '409 + Retry-After: 1, replayed after 1 retry; 1 execution',
