@@ -722,6 +722,51 @@ describe('in-flight-cap', () => {
   });
 });
 
+describe('a seam that never holds anything (fake timers: the kit’s own deadlines pass in no time)', () => {
+  /** A gate that never sees an execution arrive. */
+  const emptyGate = (target: ConformanceTarget<Order>): ConformanceTarget<Order> => ({
+    ...target,
+    withHeldExecutions: (run) => run({ reached: () => new Promise<void>(() => {}), release: async () => {} }),
+  });
+
+  it('in-flight: the first request never reaches the gate → fails after 30 s', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    const pending = run('in-flight', {}, {}, emptyGate);
+    await vi.advanceTimersByTimeAsync(29_999);
+    let settled = false;
+    void pending.then(() => {
+      settled = true;
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    const result = await pending;
+    expect(result.detail).toBe("the first request did not reach withHeldExecutions' gate within 30 s");
+  });
+
+  it('in-flight-cap: the requests within the cap never reach the gate → fails after 30 s', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    const pending = run('in-flight-cap', { cap: 3 }, {}, emptyGate);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect((await pending).detail).toBe(
+      "3 requests with new keys did not reach withHeldExecutions' gate within 30 s",
+    );
+  });
+
+  it('in-flight-cap with a latency seam and a store that never shows the keys → fails after 10 s', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    const pending = run('in-flight-cap', { cap: 2, inFlight: 'slow', faults: { storeForgets: true } });
+    let settled = false;
+    void pending.then(() => {
+      settled = true;
+    });
+    await vi.advanceTimersByTimeAsync(9_990);
+    expect(settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(100);
+    expect((await pending).detail).toBe('only 0 of 2 keys were claimed after 10 s');
+  });
+});
+
 describe('concurrency', () => {
   it('passes: one fresh answer, the others 409 and then replays (or replays at once)', async () => {
     expect(await passes('concurrency', {}, { concurrency: 5 })).toBe(
