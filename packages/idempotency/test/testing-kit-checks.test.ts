@@ -97,6 +97,23 @@ describe('first-request', () => {
   });
 });
 
+describe('a target whose principal A has no scope: the store is not read', () => {
+  const withoutScopes = (target: ConformanceTarget<Order>): ConformanceTarget<Order> => ({
+    ...target,
+    principals: [{ headers: target.principals[0].headers }, { headers: target.principals[1].headers }],
+  });
+
+  it.each([
+    ['first-request', {}],
+    ['fingerprint', {}],
+    ['invalid-input', {}],
+    ['in-flight-cap', { cap: 2, inFlight: 'slow' }],
+  ] as const)('%s passes', async (id, app) => {
+    const result = await run(id, app, {}, withoutScopes);
+    expect(result.passed, result.detail).toBe(true);
+  });
+});
+
 describe('replay', () => {
   it('passes: two replays of the first body, 1 execution', async () => {
     expect(await passes('replay')).toBe(
@@ -139,7 +156,7 @@ describe('replay-canonical-input', () => {
     );
     const single = await run('replay-canonical-input', { faults: { anyInput: true } }, {}, (target) => ({
       ...target,
-      input: () => ({ items: ['b', 'a'] }) as never,
+      input: () => ({ items: ['b', null] }) as never,
     }));
     expect(single.detail).toBe('re-spaced body replayed (the input has no object with two keys to reorder)');
   });
@@ -315,6 +332,10 @@ describe('malformed-key', () => {
       { storesMalformed: { value: '"a", "b"', as: '"a", "b"' } },
       'key a quoted list: expected nothing stored for key "a", "b", found a processing record',
     ],
+    [
+      { storesMalformed: { value: '"a", "b"', as: 'a", "b' } },
+      'key a quoted list: expected nothing stored for key a", "b, found a processing record',
+    ],
   ] as const)('fails for %j', async (faults, detail) => {
     expect(await failure('malformed-key', { faults })).toBe(detail);
   });
@@ -471,6 +492,10 @@ describe('fingerprint', () => {
       { overwritesOn422: true },
       'the 422 changed the stored record: its fingerprint is no longer the first request’s',
     ],
+    [
+      { deletesOn422: true },
+      'the 422 changed the stored record: its fingerprint is no longer the first request’s',
+    ],
     [{ replayDrops: 'etag' }, 'the original input again: ETag null differs from the first\'s "1"'],
     [{ replayedOnFirst: true }, 'first request: expected a fresh execution, got Idempotent-Replayed: true'],
   ] as const)('fails for %j', async (faults, detail) => {
@@ -502,6 +527,7 @@ describe('scope', () => {
     [{ replayDrops: 'location' }, "principal A again: Location null differs from the first's /orders/1"],
     [{ replaysBreakFrom: 1 }, 'principal A again: expected Idempotent-Replayed: true, got no such header'],
     [{ storeSaysProcessing: true }, 'no completed record for scope alice'],
+    [{ storeForgets: true }, 'no completed record for scope alice'],
     [{ replayedOnFirst: true }, 'principal A: expected a fresh execution, got Idempotent-Replayed: true'],
   ] as const)('fails for %j', async (faults, detail) => {
     expect(await failure('scope', { faults })).toBe(detail);
@@ -525,6 +551,16 @@ describe('scope', () => {
       };
     });
     expect(bOnly).toBe('principal B again: expected Idempotent-Replayed: true, got no such header');
+    const bFails = await failure('scope', {}, {}, (target) => {
+      const send = target.fetch;
+      if (!send) throw new Error('no fetch');
+      return {
+        ...target,
+        fetch: async (url, init) =>
+          init.headers['x-principal'] === 'bob' ? new Response('down', { status: 503 }) : send(url, init),
+      };
+    });
+    expect(bFails).toBe('principal B, same key: expected a success (2xx), got 503 down');
     const sameScope = await failure('scope', {}, {}, (target) => ({
       ...target,
       principals: [target.principals[0], { headers: target.principals[1].headers, scope: 'alice' }],
@@ -685,6 +721,14 @@ describe('in-flight-cap', () => {
       { capRetryAfter: 'soon' },
       'the 429 must carry Retry-After in whole seconds: 429 (Retry-After: soon) {"error":"too many in flight"}',
     ],
+    [
+      { capRetryAfter: 'x1' },
+      'the 429 must carry Retry-After in whole seconds: 429 (Retry-After: x1) {"error":"too many in flight"}',
+    ],
+    [
+      { capRetryAfter: '1x' },
+      'the 429 must carry Retry-After in whole seconds: 429 (Retry-After: 1x) {"error":"too many in flight"}',
+    ],
     [{ replayedOn429: true }, 'the 429 must not be marked Idempotent-Replayed'],
     [{ retryAfterOnSuccess: true }, 'key 1 of 2 (within the cap): a success must not carry Retry-After (1)'],
     [
@@ -760,10 +804,46 @@ describe('a seam that never holds anything (fake timers: the kit’s own deadlin
     void pending.then(() => {
       settled = true;
     });
-    await vi.advanceTimersByTimeAsync(9_990);
+    // Polled every 25 ms: at exactly 10 s it is not yet past the deadline; the next poll is.
+    await vi.advanceTimersByTimeAsync(10_000);
     expect(settled).toBe(false);
-    await vi.advanceTimersByTimeAsync(100);
+    await vi.advanceTimersByTimeAsync(25);
     expect((await pending).detail).toBe('only 0 of 2 keys were claimed after 10 s');
+  });
+
+  it('in-flight-cap with a latency seam: every key must be claimed, not one of them', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    const pending = run('in-flight-cap', { cap: 2, inFlight: 'slow', faults: { storeShowsAtMost: 1 } });
+    await vi.advanceTimersByTimeAsync(10_025);
+    expect((await pending).detail).toBe('only 1 of 2 keys were claimed after 10 s');
+  });
+});
+
+describe('requests left running in the background', () => {
+  it('a first request that fails while the check waits at the gate is no unhandled rejection', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', record);
+    try {
+      const pending = run('in-flight', {}, {}, (target) => ({
+        ...target,
+        fetch: async () => {
+          throw new Error('connection refused');
+        },
+        withHeldExecutions: (run) =>
+          run({ reached: () => new Promise<void>(() => {}), release: async () => {} }),
+      }));
+      await vi.advanceTimersByTimeAsync(30_000);
+      expect((await pending).detail).toBe(
+        "the first request did not reach withHeldExecutions' gate within 30 s",
+      );
+      // Node reports an unhandled rejection once the task that left it unhandled is over.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', record);
+    }
   });
 });
 
@@ -812,6 +892,16 @@ describe('concurrency', () => {
     ],
   ] as const)('fails for %j', async (faults, detail) => {
     expect(await failure('concurrency', { faults }, { concurrency: 4 })).toBe(detail);
+  });
+
+  it('duplicates that answer like a first execution (no Idempotent-Replayed) without running: more than one fresh answer', async () => {
+    expect(
+      await failure(
+        'concurrency',
+        { faults: { duplicateWaits: true, noReplayedHeader: true } },
+        { concurrency: 4 },
+      ),
+    ).toBe('expected exactly one fresh 2xx (4 × fresh 2xx, 0 × replay, 0 × 409, 0 × other)');
   });
 
   it('only three of the unexpected answers are shown', async () => {

@@ -469,6 +469,22 @@ describe('the runner', () => {
     expect(result.durationMs).toBeLessThan(60_000);
   });
 
+  it('durationMs: the time the check took, rounded (a fake performance clock)', async () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    vi.advanceTimersByTime(1_000);
+    const result = await runConformanceCheck(
+      {
+        ...passing,
+        run: async () => {
+          vi.advanceTimersByTime(5.4);
+          return 'ok';
+        },
+      },
+      createFakeApp().target,
+    );
+    expect(result.durationMs).toBe(5);
+  });
+
   it('a failure is its detail; any other error is "could not run" with its message; nothing throws', async () => {
     const target = createFakeApp().target;
     const failing = { ...passing, run: async () => Promise.reject(new ConformanceFailure('it broke')) };

@@ -124,6 +124,10 @@ export interface Faults {
   anyInput: boolean;
   /** The fingerprint is the body's text without whitespace: re-spacing is the same request, reordering not. */
   spacingInsensitive: boolean;
+  /** The 422 deletes the key's record. */
+  deletesOn422: boolean;
+  /** The store finds at most this many keys (the first ones it is asked for); the others read as absent. */
+  storeShowsAtMost: number | null;
   /** From this replay of a key on (1: the first replay), the replay lacks Idempotent-Replayed. */
   replaysBreakFrom: number | null;
 }
@@ -307,6 +311,7 @@ export function createFakeApp(options: FakeAppOptions = {}) {
     if (existing) {
       if (existing.fingerprint !== fingerprint && !faults.noFingerprint) {
         if (faults.overwritesOn422) existing.fingerprint = fingerprint;
+        if (faults.deletesOn422) records.delete(id);
         if (faults.runsOn422) await execute(order as Order);
         return problem(422, 'Idempotency-Key reused with another request', {
           ...(faults.retryAfterOn422 ? { 'retry-after': '1' } : {}),
@@ -384,6 +389,8 @@ export function createFakeApp(options: FakeAppOptions = {}) {
     return new Response(answer.body, { status: answer.status, headers: answer.headers });
   };
 
+  /** The keys the store has shown (`storeShowsAtMost`). */
+  const shown = new Set<string>();
   const inFlight = options.inFlight ?? 'held';
   const target: ConformanceTarget<Order> = {
     ...(protocol === 'http' ? { protocol: 'http' as const } : {}),
@@ -434,7 +441,13 @@ export function createFakeApp(options: FakeAppOptions = {}) {
       : {
           store: {
             async find({ scope, procedure, key }: { scope: string; procedure: string; key: string }) {
+              // A real store cannot look a key up without its scope.
+              if (scope === undefined) throw new Error('find: no scope');
               if (procedure !== PROCEDURE || faults.storeForgets) return null;
+              if (faults.storeShowsAtMost != null) {
+                if (!shown.has(key) && shown.size >= faults.storeShowsAtMost) return null;
+                shown.add(key);
+              }
               const record = records.get(recordId(scope, key));
               if (!record) return null;
               return {
