@@ -210,6 +210,64 @@ describe('holding the handler’s response', () => {
   });
 });
 
+describe('holding the handler’s response: odd arguments', () => {
+  it('end(null) ends without adding bytes; writeHead’s undefined header values are skipped, arrays sent as repeated headers', async () => {
+    const { url } = await serve((app, idempotency) => {
+      app.post('/r', express.json(), idempotency.external({ replayedHeaders: ['x-multi'] }), (_req, res) => {
+        res.writeHead(201, {
+          'content-type': 'text/plain',
+          'x-undefined': undefined,
+          'x-multi': ['a', 'b'],
+        });
+        res.write('body');
+        res.end(null);
+      });
+    });
+    const send = sender(url);
+    const first = await send('k');
+    expect(first.status).toBe(201);
+    expect(await first.text()).toBe('body');
+    expect(first.headers.has('x-undefined')).toBe(false);
+    expect(first.headers.get('x-multi')).toBe('a, b');
+    // Nothing but what the handler and Express set: status, its headers, the length, the connection's own.
+    expect([...first.headers.keys()].sort()).toEqual([
+      'connection',
+      'content-length',
+      'content-type',
+      'date',
+      'keep-alive',
+      'x-multi',
+      'x-powered-by',
+    ]);
+    const replay = await send('k');
+    expect(replay.headers.get('x-multi')).toBe('a, b');
+    expect(await replay.text()).toBe('body');
+  });
+
+  it('a Content-Length or Transfer-Encoding the handler set is not sent as such: the length is the body’s, none on a 204', async () => {
+    const { url } = await serve((app, idempotency) => {
+      app.post('/r', express.json(), idempotency.external(), (req, res) => {
+        if ((req.body as { a: number }).a === 1) {
+          res.setHeader('content-length', '5');
+          res.status(204).end();
+        } else {
+          res.setHeader('content-length', '99');
+          res.setHeader('transfer-encoding', 'chunked');
+          res.status(200).type('text/plain').end('two');
+        }
+      });
+    });
+    const send = sender(url);
+    const empty = await send('k1');
+    expect(empty.status).toBe(204);
+    expect(empty.headers.get('content-length')).toBeNull();
+    const two = await send('k2', '{"a":2}');
+    expect(two.headers.get('content-length')).toBe('3');
+    expect(two.headers.get('transfer-encoding')).toBeNull();
+    expect(await two.text()).toBe('two');
+  });
+});
+
 describe('what the middleware reads of the request', () => {
   it('the context: key, scope and the fingerprint of method, URL and parsed body; the transaction in transactional mode', async () => {
     const seen: unknown[] = [];
