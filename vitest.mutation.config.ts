@@ -16,7 +16,10 @@ export default defineConfig({
     // local time survives on a UTC machine otherwise.
     env: { TZ: 'America/New_York' },
     setupFiles: ['tests/setup/env.ts', 'tests/setup/time-zone.ts'],
-    include: ['packages/idempotency/test/**/*.test.ts'],
+    // A focused run may name the test files it runs (comma-separated globs, e.g.
+    // MUTATION_TESTS='packages/idempotency/test/http-*.test.ts'): fewer tests can only detect fewer mutants, so
+    // its score is a lower bound of the whole suite's, and its dry run takes seconds instead of minutes.
+    include: process.env.MUTATION_TESTS?.split(',') ?? ['packages/idempotency/test/**/*.test.ts'],
     exclude: [
       'packages/idempotency/test/packaging.test.ts',
       'packages/idempotency/test/newcomer.test.ts',

@@ -55,7 +55,9 @@ export const inFlight: ConformanceCheck = {
     }
     const { first, duplicate } = pair;
     expectFresh(first, 'first request');
-    if (duplicate.sentAt >= first.receivedAt)
+    // With the gate, the first was held there when its duplicate left: the overlap is known, not measured (an
+    // app called in-process answers both within one millisecond of the clock). A latency seam has to be checked.
+    if (!target.withHeldExecutions && duplicate.sentAt >= first.receivedAt)
       fail(
         `the first request answered (${first.receivedAt - first.sentAt} ms) before its duplicate was sent: ` +
           'withSlowExecution did not keep it in flight',
