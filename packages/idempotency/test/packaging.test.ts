@@ -510,7 +510,8 @@ describe('npm pack, like pnpm pack', () => {
     expect(loaded.output.trim()).toBe(
       `file://${path.join(app, 'node_modules', workspaceManifest.name, 'dist', 'index.js')} function`,
     );
-  });
+    // An npm install and a Node start: past the default 30 s on a loaded CI machine (load average 17).
+  }, 120_000);
 
   it('plain Node loads every runtime subpath of the npm-packed package', async () => {
     const npmManifest = JSON.parse(
