@@ -130,10 +130,13 @@ async function rabbitQueues(_options: { ackWaitMs?: number } = {}) {
     });
     await amqpChannel.waitForConfirms();
   };
+  /** What the broker holds for the protected processes: for a failure's message. */
+  const state = async () => JSON.stringify(await amqpChannel.checkQueue(protectedQueue));
   return {
     protectedTarget: { BROKER: 'rabbitmq', QUEUE: protectedQueue } as const,
     controlTarget: { BROKER: 'rabbitmq', QUEUE: controlQueue } as const,
     publish,
+    state,
   };
 }
 
@@ -159,7 +162,19 @@ async function jetStreamDurables({ ackWaitMs = 1_000 } = {}) {
     set.set(MESSAGE_TYPE_HEADER, 'order.ship');
     await js.publish(`${stream}.orders`, json({ orderId: id }), { msgID: id, headers: set });
   };
+  /** What the broker holds for the protected processes: for a failure's message. */
+  const state = async () => {
+    const info = await jsm.consumers.info(stream, 'protected');
+    return JSON.stringify({
+      pending: info.num_pending,
+      ackPending: info.num_ack_pending,
+      redelivered: info.num_redelivered,
+      waiting: info.num_waiting,
+      delivered: info.delivered,
+    });
+  };
   return {
+    state,
     protectedTarget: { BROKER: 'jetstream', STREAM: stream, DURABLE: 'protected' } as const,
     controlTarget: { BROKER: 'jetstream', STREAM: stream, DURABLE: 'control' } as const,
     publish,
@@ -172,9 +187,9 @@ const BROKERS = [
 ] as const;
 
 // Each test starts four consumer processes (tsx, a Prisma client, a broker connection): seconds on a busy machine.
-describe.each(BROKERS)('$broker: consumers as processes', { timeout: 90_000 }, ({ broker, setup }) => {
+describe.each(BROKERS)('$broker: consumers as processes', { timeout: 150_000 }, ({ broker, setup }) => {
   it('a consumer SIGKILLed after its COMMIT, before its ack: the next process acknowledges the redelivery without running it — one effect (CONTROL without the inbox: two)', async () => {
-    const { protectedTarget, controlTarget, publish } = await setup();
+    const { protectedTarget, controlTarget, publish, state } = await setup();
     const [name, controlName] = [unique('proc'), unique('proc-control')];
     const dying = [
       consumerProcess(protectedTarget, { name, mode: 'protected', dieAfterCommit: true }),
@@ -192,8 +207,14 @@ describe.each(BROKERS)('$broker: consumers as processes', { timeout: 90_000 }, (
     await Promise.all([next.ready, nextControl.ready]);
     // JetStream may first hand the redelivery to a pull request the killed process left open (then it comes back
     // after another AckWait): give the redelivery several AckWaits on a loaded machine, within the test's 90 s.
-    const redelivery = { timeout: 45_000 };
-    await expect.poll(() => next.lines, redelivery).toContain(`handled ${id} duplicate`);
+    const redelivery = { timeout: 60_000 };
+    await expect
+      .poll(() => next.lines, redelivery)
+      .toContain(`handled ${id} duplicate`)
+      .catch(async (error: Error) => {
+        // Say what the broker held when the redelivery did not come (a CI run saw none in 45 s).
+        throw new Error(`${error.message}; the broker: ${await state()}`, { cause: error });
+      });
     await expect.poll(() => nextControl.lines, redelivery).toContain(`handled ${id} executed`);
     expect(await effectsOf(db, name)).toEqual(new Map([[id, 1]]));
     // At least two: without the inbox every delivery runs, and a loaded run may deliver once more past AckWait.
