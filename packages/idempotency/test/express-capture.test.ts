@@ -454,6 +454,56 @@ describe('what the middleware reads of the request', () => {
     expect(chunked.status).toBe(500);
     expect(runs).toBe(2);
     expect(errors).toHaveLength(2);
-    for (const error of errors) expect(String(error)).toMatch(/req\.body is undefined: mount a body parser/);
+    for (const error of errors)
+      expect((error as Error).message).toBe(
+        'The request has a body but req.body is undefined: mount a body parser (express.json()) before the ' +
+          'idempotency middleware, so the body is part of the fingerprint.',
+      );
+  });
+
+  it('a GET (no Content-Length, no Transfer-Encoding) has no body, parser or not', async () => {
+    const { url } = await serve((app, idempotency) => {
+      app.get('/g', idempotency.external(), (_req, res) => {
+        res.json({ ok: true });
+      });
+    });
+    const response = await fetch(`${url}/g`, {
+      headers: { 'x-principal': uniqueScope(), 'idempotency-key': 'k' },
+    });
+    expect(response.status).toBe(200);
+  });
+
+  it('a text body sent as JSON (express.text for every type) is read as JSON by its Content-Type', async () => {
+    const fingerprints: string[] = [];
+    const { url } = await serve((app, idempotency) => {
+      app.post('/r', express.text({ type: '*/*' }), idempotency.external(), (_req, res) => {
+        fingerprints.push(idempotency.context(res).fingerprint);
+        res.send('ok');
+      });
+    });
+    expect((await sender(url)('k', '{"b":1, "a":2}')).status).toBe(200);
+    expect(fingerprints).toEqual([
+      fingerprintHttpRequest('POST /r', 'POST /r', { kind: 'json', value: { a: 2, b: 1 } }),
+    ]);
+  });
+
+  it('app-level middleware: every trailing slash is dropped from the route name (not strict routing)', async () => {
+    const { url } = await serve((app, idempotency) => {
+      app.use(express.json(), idempotency.external());
+      app.post('/orders{/*rest}', (_req, res) => {
+        res.status(201).json({});
+      });
+    });
+    const scope = uniqueScope();
+    const response = await fetch(`${url}/orders//`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-principal': scope, 'idempotency-key': 'k-slashes' },
+      body: '{}',
+    });
+    expect(response.status).toBe(201);
+    const store = createPrismaIdempotencyStore(db);
+    expect(await store.find({ scope, procedure: 'POST /orders', key: 'k-slashes' })).toMatchObject({
+      state: 'completed',
+    });
   });
 });
