@@ -8,6 +8,7 @@
  * MODE = protected (the inbox) | control (test side: the same effect, no inbox), BROKER = rabbitmq (QUEUE) |
  * jetstream (STREAM, DURABLE).
  */
+import { writeSync } from 'node:fs';
 import { createPrismaClient } from '@idem/db';
 import { jetstream } from '@nats-io/jetstream';
 import { connect as natsConnect } from '@nats-io/transport-node';
@@ -43,7 +44,11 @@ const consumer: MessageConsumer = {
     const decision = await inner.handle(message);
     const outcome = decision.action === 'ack' ? decision.outcome : decision.action;
     if (dieAfterCommit && outcome === 'executed') {
-      process.stdout.write(`committed ${message.id}\n`, () => process.kill(process.pid, 'SIGKILL'));
+      // Written and killed synchronously: a process that lived on until its write was flushed could be handed the
+      // redelivery after AckWait, answer it as a duplicate and ack it itself (a loaded CI run: the broker showed
+      // three deliveries, nothing pending, and the next process never saw the message).
+      writeSync(1, `committed ${message.id}\n`);
+      process.kill(process.pid, 'SIGKILL');
       // Never settles: the process dies before the adapter acks.
       await new Promise(() => {});
     }
