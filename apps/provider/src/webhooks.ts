@@ -76,6 +76,9 @@ UPDATE provider.webhook_deliveries d
  WHERE d.event_id = due.event_id AND e.id = d.event_id
 RETURNING d.event_id, d.event_seq, e.type, d.attempts, e.payload::text AS payload, e.traceparent`;
 
+/** Postgres' SQLSTATE for a transaction rolled back to break a deadlock. */
+const DEADLOCK_DETECTED = '40P01';
+
 // A claim that will not be used (hold switched on meanwhile, or shutting down mid-flush): undo it.
 const UNCLAIM_SQL = `
 UPDATE provider.webhook_deliveries SET attempts = attempts - 1, next_attempt_at = now()
@@ -147,6 +150,9 @@ export class WebhookDispatcher {
       if (this.#loopFailing) this.#log('provider: webhook loop: database reachable again');
       this.#loopFailing = false;
     } catch (err) {
+      // A deadlock victim (Postgres chose this claim to break a cycle with another transaction on the same rows)
+      // is not an outage: nothing was claimed, and the next poll claims again.
+      if ((err as { code?: unknown }).code === DEADLOCK_DETECTED) return;
       // Logged once per outage, not every 150 ms.
       if (!this.#loopFailing) this.#log(`provider: webhook loop: cannot claim deliveries: ${describe(err)}`);
       this.#loopFailing = true;
