@@ -6,6 +6,7 @@
  * add to a tally that the next statement carries. The counts stay exact, except that a count whose statement
  * fails is lost (statistics only); the request never waits for any of it.
  */
+import { mapPerStore } from './per-store.ts';
 import { type RecordKey, recordKeyId } from './record.ts';
 import type { IdempotencyStore } from './store.ts';
 
@@ -15,15 +16,11 @@ interface Tally {
 }
 
 /** Per store: the keys with a count statement in flight. */
-const inFlightByStore = new WeakMap<object, Map<string, Tally>>();
+const inFlightIn = mapPerStore<Tally>();
 
 /** Counts one replay of `key` on `store`, in the background. */
 export function countReplay(store: Pick<IdempotencyStore<unknown>, 'countReplay'>, key: RecordKey): void {
-  let inFlight = inFlightByStore.get(store);
-  if (!inFlight) {
-    inFlight = new Map();
-    inFlightByStore.set(store, inFlight);
-  }
+  const inFlight = inFlightIn(store);
   const id = recordKeyId(key);
   const tally = inFlight.get(id);
   if (tally) tally.waiting += 1;

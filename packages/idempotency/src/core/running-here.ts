@@ -8,6 +8,7 @@
  * released or refused), the duplicate goes to the database like any request, and the unique index decides.
  */
 
+import { mapPerStore } from './per-store.ts';
 import { recordKeyId, type StoredResponse } from './record.ts';
 import type { IdempotentRequest } from './request.ts';
 
@@ -22,7 +23,7 @@ export type InProcessTurn =
   /** The same request is running here: `answer` is the response it commits, or null when it commits none. */
   | { first: false; answer: Promise<StoredResponse | null> };
 
-const runningByStore = new WeakMap<object, Map<string, Running>>();
+const runningIn = mapPerStore<Running>();
 
 /**
  * Registers `request` as running here, or, when the same request (same key AND fingerprint) already is, the
@@ -31,11 +32,7 @@ const runningByStore = new WeakMap<object, Map<string, Running>>();
  * once the first commits.
  */
 export function takeTurnInProcess(store: object, request: IdempotentRequest): InProcessTurn {
-  let running = runningByStore.get(store);
-  if (!running) {
-    running = new Map();
-    runningByStore.set(store, running);
-  }
+  const running = runningIn(store);
   const id = recordKeyId(request);
   const current = running.get(id);
   if (current) {

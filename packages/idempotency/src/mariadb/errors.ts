@@ -1,23 +1,21 @@
 /** The MariaDB store's setup errors: server faults (500, cause logged), each saying how to fix it. */
 import { IdempotencyStoreSetupError } from '../core/errors.ts';
+import { KeyTableMissingError, missingTableExplainer } from '../stores/missing-table.ts';
 import { hasMariadbErrno, MARIADB_KEY_COLUMN_BYTES, MARIADB_RESPONSE_BYTES } from './sql.ts';
 
 /** MariaDB's ER_NO_SUCH_TABLE: also what a missing database in a qualified `table` option gives. */
 const NO_SUCH_TABLE = 1146;
 
-export class MariadbIdempotencyTableMissingError extends IdempotencyStoreSetupError {
+/** Where the table is missing and how to create it, the end of `MariadbIdempotencyTableMissingError`'s message. */
+const MARIADB_TABLE_HOW_TO =
+  'MariaDB database. Create it: add `mariadbIdempotencyKeysSchema().prismaModel` to a schema.prisma whose ' +
+  'provider is "mysql" and run `prisma migrate dev`, or run `mariadbIdempotencyKeysSchema().ddl`. A table of ' +
+  'another name: pass `{ table }` to createMariadbIdempotencyStore and mariadbIdempotencyKeysSchema alike.';
+
+export class MariadbIdempotencyTableMissingError extends KeyTableMissingError {
   override readonly name = 'MariadbIdempotencyTableMissingError';
-  constructor(
-    readonly table: string,
-    options: { cause: unknown },
-  ) {
-    super(
-      `The idempotency table ${table} does not exist in this MariaDB database. Create it: add ` +
-        '`mariadbIdempotencyKeysSchema().prismaModel` to a schema.prisma whose provider is "mysql" and run ' +
-        '`prisma migrate dev`, or run `mariadbIdempotencyKeysSchema().ddl`. A table of another name: pass ' +
-        '`{ table }` to createMariadbIdempotencyStore and mariadbIdempotencyKeysSchema alike.',
-      options,
-    );
+  protected override whereAndHow(): string {
+    return MARIADB_TABLE_HOW_TO;
   }
 }
 
@@ -53,15 +51,7 @@ export class MariadbResponseTooLargeError extends IdempotencyStoreSetupError {
 }
 
 /** Runs `statement`; a missing `table` is rethrown as `MariadbIdempotencyTableMissingError`. */
-export async function explainingMissingMariadbTable<T>(
-  table: string,
-  statement: () => PromiseLike<T>,
-): Promise<T> {
-  try {
-    return await statement();
-  } catch (error) {
-    if (hasMariadbErrno(error, NO_SUCH_TABLE, /Table '.*' doesn't exist/i))
-      throw new MariadbIdempotencyTableMissingError(table, { cause: error });
-    throw error;
-  }
-}
+export const explainingMissingMariadbTable = missingTableExplainer(
+  (error) => hasMariadbErrno(error, NO_SUCH_TABLE, /Table '.*' doesn't exist/i),
+  MariadbIdempotencyTableMissingError,
+);

@@ -27,20 +27,24 @@ export interface MariadbQueryOptionsLike {
   ) => TDecoded | Date | string | number | null;
   bigIntAsNumber: boolean;
 }
+/** What the store uses of a pooled `mariadb` connection: one transaction's statements, then its release. */
 export interface MariadbConnectionLike {
   query(options: MariadbQueryOptionsLike, values?: unknown[]): Promise<unknown>;
   release(): Promise<void> | void;
   destroy(): Promise<void> | void;
 }
+/** What the store uses of a `mariadb` connector `Pool`: a statement alone, or a connection for a transaction. */
 export interface MariadbPoolLike {
   query(options: MariadbQueryOptionsLike, values?: unknown[]): Promise<unknown>;
   getConnection(): Promise<MariadbConnectionLike>;
 }
 
+/** A wait for a pooled connection, or a transaction holding one, ran past its bound (`maxWait`, `timeout`). */
 export class MariadbTransactionTimeoutError extends Error {
   override readonly name = 'MariadbTransactionTimeoutError';
 }
 
+/** The pool as the MariaDB store's client: the Prisma client shape the stores take. */
 export type MariadbPoolExecutor = PrismaClientLike;
 
 /**

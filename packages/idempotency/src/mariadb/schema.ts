@@ -12,13 +12,8 @@
  *   the session's local time.
  * - response is MEDIUMTEXT (16 MiB): TEXT stops at 64 KiB.
  */
-import {
-  type DialectColumns,
-  type KeyTableIndex,
-  type KeyTableSchema,
-  keyTableSchema,
-  prismaModelText,
-} from '../stores/key-table.ts';
+import type { DialectColumns, KeyTableIndex, KeyTableSchema } from '../stores/key-table.ts';
+import { keyTableSchema } from '../stores/key-table.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import { bareMariadbTableName, MARIADB_KEY_COLUMN_BYTES, quoteMariadbTable } from './sql.ts';
 
@@ -71,20 +66,10 @@ export function mariadbIdempotencyKeysSchema(
     columns: COLUMNS,
     indexes: INDEXES,
     inlineIndexes: { tableOptions: ' ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin' },
-    prismaModel: prismaModel(table),
-  });
-}
-
-function prismaModel(table: string): string {
-  const bare = bareMariadbTableName(table);
-  return prismaModelText({
-    comment: [
+    prismaComment: [
       'One row per (principal, procedure, Idempotency-Key) on MariaDB: the claim, then the stored response every',
       'duplicate gets back. The primary key is the whole contract: the claim is one INSERT IGNORE on it.',
       'Written only through @idem/idempotency/mariadb.',
     ],
-    columns: COLUMNS,
-    indexes: INDEXES.map((index) => ({ ...index, map: `${bare}_${index.suffix}` })),
-    table: bare,
   });
 }

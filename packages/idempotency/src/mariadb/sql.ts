@@ -1,4 +1,5 @@
 /** SQL helpers of the MariaDB store: one quoting rule, the column limits, one error test. */
+import { someInChain } from '../stores/error-chain.ts';
 
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
 
@@ -31,22 +32,11 @@ export const MARIADB_RESPONSE_BYTES = 16_777_215;
  * `errno` on the driver's error, `originalCode` on the adapter's, or only in the message text).
  */
 export function hasMariadbErrno(error: unknown, errno: number, message?: RegExp): boolean {
-  const seen = new Set<unknown>();
-  let current: unknown = error;
-  while (current && typeof current === 'object' && !seen.has(current)) {
-    seen.add(current);
-    const candidate = current as {
-      errno?: unknown;
-      code?: unknown;
-      originalCode?: unknown;
-      message?: unknown;
-      cause?: unknown;
-      meta?: unknown;
-    };
-    if (candidate.errno === errno || String(candidate.originalCode) === String(errno)) return true;
-    if (typeof candidate.message === 'string' && message?.test(candidate.message)) return true;
-    current =
-      candidate.cause ?? (candidate.meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError;
-  }
-  return false;
+  return someInChain(
+    error,
+    (candidate) =>
+      candidate.errno === errno ||
+      String(candidate.originalCode) === String(errno) ||
+      (typeof candidate.message === 'string' && message?.test(candidate.message) === true),
+  );
 }

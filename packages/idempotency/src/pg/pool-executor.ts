@@ -15,19 +15,23 @@ export interface PgQueryResultLike {
   /** The command tag: 'ROLLBACK' for the COMMIT of a transaction a failed statement aborted. */
   command?: string;
 }
+/** What the store uses of a pooled `pg.PoolClient`: one transaction's statements, then its release. */
 export interface PgPoolClientLike {
   query(text: string, values?: unknown[]): Promise<PgQueryResultLike>;
   release(destroy?: boolean | Error): void;
 }
+/** What the store uses of a `pg.Pool`: a statement alone, or a client held for one transaction. */
 export interface PgPoolLike {
   query(text: string, values?: unknown[]): Promise<PgQueryResultLike>;
   connect(): Promise<PgPoolClientLike>;
 }
 
+/** A wait for a pooled client, or a transaction holding one, ran past its bound (`maxWait`, `timeout`). */
 export class PgTransactionTimeoutError extends Error {
   override readonly name = 'PgTransactionTimeoutError';
 }
 
+/** The pool as the Postgres store's client: the Prisma client shape the stores take. */
 export type PgPoolExecutor = PrismaClientLike;
 
 /** `pool` as the Postgres store's client. */

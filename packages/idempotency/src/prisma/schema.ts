@@ -3,13 +3,8 @@
  * lists below. The package README embeds their output for the default table and a test checks the README, this
  * repo's `prisma/schema.prisma` and its migrations against them, so the documented table is the one in use.
  */
-import {
-  type DialectColumns,
-  type KeyTableIndex,
-  type KeyTableSchema,
-  keyTableSchema,
-  prismaModelText,
-} from '../stores/key-table.ts';
+import type { DialectColumns, KeyTableIndex, KeyTableSchema } from '../stores/key-table.ts';
+import { keyTableSchema } from '../stores/key-table.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import { bareTableName, quoteTable } from './sql.ts';
 
@@ -35,13 +30,8 @@ const COLUMNS: DialectColumns = {
   replay_count: { sqlType: 'INTEGER', prismaType: 'Int' },
 };
 
-interface Index extends KeyTableIndex {
-  /** The Prisma model names it explicitly (`map:`) instead of Prisma's default `<table>_<columns>_idx`. */
-  prismaMap: boolean;
-}
-
-const INDEXES: readonly Index[] = [
-  { suffix: 'expires_at_idx', columns: ['expires_at'], prismaMap: false },
+const INDEXES: readonly KeyTableIndex[] = [
+  { suffix: 'expires_at_idx', columns: ['expires_at'], prismaDefaultName: true },
   {
     suffix: 'in_flight_idx',
     columns: ['state', 'scope'],
@@ -50,7 +40,6 @@ const INDEXES: readonly Index[] = [
       'without it, each claim walks every key of the principal (1.5 s per claim at 100 000 keys). State',
       "first, so that it never serves a lookup by the primary key's (scope, …) instead of the primary key.",
     ],
-    prismaMap: true,
   },
 ];
 
@@ -68,24 +57,11 @@ export function idempotencyKeysSchema(table: string = DEFAULT_IDEMPOTENCY_TABLE)
     columns: COLUMNS,
     indexes: INDEXES,
     primaryKeyName: `${bare}_pkey`,
-    prismaModel: prismaModel(table),
-  });
-}
-
-function prismaModel(table: string): string {
-  const bare = bareTableName(table);
-  return prismaModelText({
-    comment: [
+    prismaComment: [
       'One row per (principal, procedure, Idempotency-Key): the claim, then the stored response every duplicate',
       'gets back. The primary key is the whole contract: the claim is one INSERT … ON CONFLICT on it.',
       'Written only through @idem/idempotency.',
     ],
-    columns: COLUMNS,
-    indexes: INDEXES.map((index) => ({
-      ...index,
-      ...(index.prismaMap ? { map: `${bare}_${index.suffix}` } : {}),
-    })),
-    table: bare,
-    schema: table.includes('.') ? table.split('.')[0] : null,
+    prismaSchema: table.includes('.') ? table.split('.')[0] : null,
   });
 }

@@ -1,4 +1,5 @@
 /** SQL helpers shared by the store, the key operations and the schema: one quoting rule, one error test. */
+import { someInChain } from '../stores/error-chain.ts';
 
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
 
@@ -22,22 +23,12 @@ export function bareTableName(name: string): string {
  * `message` in one of its messages (some paths keep only the text).
  */
 export function hasPostgresCode(error: unknown, sqlState: string, message?: RegExp): boolean {
-  const seen = new Set<unknown>();
-  let current: unknown = error;
-  while (current && typeof current === 'object' && !seen.has(current)) {
-    seen.add(current);
-    const candidate = current as {
-      code?: unknown;
-      originalCode?: unknown;
-      message?: unknown;
-      cause?: unknown;
-      meta?: unknown;
-    };
-    if (candidate.code === sqlState || candidate.originalCode === sqlState) return true;
-    if (typeof candidate.message === 'string' && candidate.message.includes(sqlState)) return true;
-    if (message && typeof candidate.message === 'string' && message.test(candidate.message)) return true;
-    current =
-      candidate.cause ?? (candidate.meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError;
-  }
-  return false;
+  return someInChain(
+    error,
+    (candidate) =>
+      candidate.code === sqlState ||
+      candidate.originalCode === sqlState ||
+      (typeof candidate.message === 'string' &&
+        (candidate.message.includes(sqlState) || message?.test(candidate.message) === true)),
+  );
 }

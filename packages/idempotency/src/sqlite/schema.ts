@@ -5,13 +5,8 @@
  * SQLite adapter writes for a DateTime), produced by SQLite's own clock (`SQLITE_NOW`). One fixed-width format
  * means text order is time order, so `expires_at <= now` compares (and uses the index) as plain text.
  */
-import {
-  type DialectColumns,
-  type KeyTableIndex,
-  type KeyTableSchema,
-  keyTableSchema,
-  prismaModelText,
-} from '../stores/key-table.ts';
+import type { DialectColumns, KeyTableIndex, KeyTableSchema } from '../stores/key-table.ts';
+import { keyTableSchema } from '../stores/key-table.ts';
 import { quoteSqliteTable } from './sql.ts';
 
 const TEXT = { sqlType: 'TEXT', prismaType: 'String' } as const;
@@ -56,19 +51,10 @@ export function sqliteIdempotencyKeysSchema(table = 'idempotency_keys'): SqliteI
     listSeparator: ', ',
     columns: COLUMNS,
     indexes: INDEXES,
-    prismaModel: prismaModel(table),
-  });
-}
-
-function prismaModel(table: string): string {
-  return prismaModelText({
-    comment: [
+    prismaComment: [
       'One row per (principal, procedure, Idempotency-Key): the claim, then the stored response every duplicate',
       'gets back. The primary key is the whole contract: the claim is one INSERT … ON CONFLICT on it.',
       'Written only through @idem/idempotency/sqlite (times are SQLite-clock ISO-8601 text).',
     ],
-    columns: COLUMNS,
-    indexes: INDEXES.map((index) => ({ ...index, map: `${table}_${index.suffix}` })),
-    table,
   });
 }

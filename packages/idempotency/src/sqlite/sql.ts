@@ -1,4 +1,5 @@
 /** SQL helpers of the SQLite store: the clock, the quoting rule and the error tests. */
+import { someInChain, textOf } from '../stores/error-chain.ts';
 
 /** The table the SQLite store and schema use unless told otherwise. */
 export const DEFAULT_SQLITE_IDEMPOTENCY_TABLE = 'idempotency_keys';
@@ -24,31 +25,6 @@ export function sqliteNowPlus(param: string): string {
   return `strftime(${TIME_FORMAT}, 'now', printf('%+.3f seconds', ${param}))`;
 }
 
-interface ErrorLike {
-  code?: unknown;
-  originalCode?: unknown;
-  message?: unknown;
-  originalMessage?: unknown;
-  cause?: unknown;
-  meta?: unknown;
-}
-
-/** Walks an error's chain as Prisma wraps driver errors (cause, meta.driverAdapterError), calling `test`. */
-function someInChain(error: unknown, test: (candidate: ErrorLike) => boolean): boolean {
-  const seen = new Set<unknown>();
-  let current: unknown = error;
-  while (current && typeof current === 'object' && !seen.has(current)) {
-    seen.add(current);
-    const candidate = current as ErrorLike;
-    if (test(candidate)) return true;
-    current =
-      candidate.cause ?? (candidate.meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError;
-  }
-  return false;
-}
-
-const text = (value: unknown) => (typeof value === 'string' ? value : '');
-
 /**
  * SQLITE_BUSY (and its extended codes, e.g. SQLITE_BUSY_SNAPSHOT): another connection held the write lock past
  * `busy_timeout`, or a read transaction could not be upgraded to a write one.
@@ -57,10 +33,10 @@ export function isSqliteBusy(error: unknown): boolean {
   return someInChain(
     error,
     (candidate) =>
-      text(candidate.code).startsWith('SQLITE_BUSY') ||
-      text(candidate.originalCode).startsWith('SQLITE_BUSY') ||
-      /database is locked/i.test(text(candidate.message)) ||
-      /database is locked/i.test(text(candidate.originalMessage)),
+      textOf(candidate.code).startsWith('SQLITE_BUSY') ||
+      textOf(candidate.originalCode).startsWith('SQLITE_BUSY') ||
+      /database is locked/i.test(textOf(candidate.message)) ||
+      /database is locked/i.test(textOf(candidate.originalMessage)),
   );
 }
 
@@ -80,7 +56,7 @@ export function isTransactionStartTimeout(error: unknown): boolean {
     (candidate) =>
       candidate instanceof SqliteConnectionWaitError ||
       (candidate.code === 'P2028' &&
-        /unable to start a transaction in the given time/i.test(text(candidate.message))),
+        /unable to start a transaction in the given time/i.test(textOf(candidate.message))),
   );
 }
 
@@ -89,8 +65,8 @@ export function isSqliteMissingTable(error: unknown): boolean {
   return someInChain(
     error,
     (candidate) =>
-      /no such table/i.test(text(candidate.message)) ||
-      /no such table/i.test(text(candidate.originalMessage)) ||
+      /no such table/i.test(textOf(candidate.message)) ||
+      /no such table/i.test(textOf(candidate.originalMessage)) ||
       (candidate as { kind?: unknown }).kind === 'TableDoesNotExist',
   );
 }

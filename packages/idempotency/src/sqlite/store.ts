@@ -24,10 +24,11 @@
  * P2028). Both are `isLockTimeout` → 409 + Retry-After: the key's first request still holds the one writer.
  */
 
-import { IdempotencyStoreSetupError, tooManyInFlightError } from '../core/errors.ts';
+import { tooManyInFlightError } from '../core/errors.ts';
 import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
 import { isTrue, type KeyRow, recordOfRow } from '../stores/key-row.ts';
+import { KeyTableMissingError, missingTableExplainer } from '../stores/missing-table.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
 import {
   bindNamed,
@@ -52,20 +53,22 @@ export interface SqliteStoreOptions {
   connectionWaitMs?: number;
 }
 
-export class SqliteIdempotencyTableMissingError extends IdempotencyStoreSetupError {
+/** Where the table is missing and how to create it, the end of `SqliteIdempotencyTableMissingError`'s message. */
+const SQLITE_TABLE_HOW_TO =
+  'SQLite database. Create it: add `sqliteIdempotencyKeysSchema().prismaModel` to a schema.prisma whose ' +
+  'provider is "sqlite" and run `prisma migrate dev`, or run each of `sqliteIdempotencyKeysSchema().statements`.';
+
+export class SqliteIdempotencyTableMissingError extends KeyTableMissingError {
   override readonly name = 'SqliteIdempotencyTableMissingError';
-  constructor(
-    readonly table: string,
-    options: { cause: unknown },
-  ) {
-    super(
-      `The idempotency table ${table} does not exist in this SQLite database. Create it: add ` +
-        '`sqliteIdempotencyKeysSchema().prismaModel` to a schema.prisma whose provider is "sqlite" and run ' +
-        '`prisma migrate dev`, or run each of `sqliteIdempotencyKeysSchema().statements`.',
-      options,
-    );
+  protected override whereAndHow(): string {
+    return SQLITE_TABLE_HOW_TO;
   }
 }
+
+const explainingMissingTable = missingTableExplainer(
+  isSqliteMissingTable,
+  SqliteIdempotencyTableMissingError,
+);
 
 /** A row as the adapter returns it, with its key: integers may come back as bigint, times as text. */
 interface RecordRow extends KeyRow {
@@ -98,13 +101,8 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
       timeout: connectionWaitMs + 10_000,
     });
   }
-  function explained<T>(fn: () => Promise<T>): Promise<T> {
-    return fn().catch((error: unknown) => {
-      if (isSqliteMissingTable(error))
-        throw new SqliteIdempotencyTableMissingError(tableName, { cause: error });
-      throw error;
-    });
-  }
+  const explained = <T>(statement: () => Promise<T>): Promise<T> =>
+    explainingMissingTable(tableName, statement);
 
   // Same rules as the Postgres store: an expired row may be reused by any request unless its lease is still live
   // (a request still running past its retention); a dead lease may be taken over by the same request only.

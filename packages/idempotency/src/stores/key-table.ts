@@ -122,7 +122,7 @@ export interface PrismaIndex {
 }
 
 /** The Prisma model `IdempotencyKey`: `comment` above it, the fields, the primary key, the indexes, the table. */
-export function prismaModelText(model: {
+function prismaModelText(model: {
   comment: readonly string[];
   columns: DialectColumns;
   indexes: readonly PrismaIndex[];
@@ -157,6 +157,11 @@ export interface KeyTableIndex {
   columns: readonly KeyColumnName[];
   /** What it serves (the Prisma model's doc comment, one entry per line). */
   doc?: string[];
+  /**
+   * The Prisma model leaves the name to Prisma (`<table>_<columns>_idx`, the same name for a one-column index
+   * named after its column) instead of naming it with `map:`.
+   */
+  prismaDefaultName?: boolean;
 }
 
 /** A dialect's key table: what `idempotencyKeysSchema()` and its MariaDB and SQLite twins return. */
@@ -191,7 +196,10 @@ export interface KeyTableDialect {
   primaryKeyName?: string;
   /** Indexes inside the CREATE TABLE (MariaDB), followed by these table options; else one statement each. */
   inlineIndexes?: { tableOptions: string };
-  prismaModel: string;
+  /** The Prisma model's doc comment, one entry per line. */
+  prismaComment: readonly string[];
+  /** The table's schema (`@@schema`), where the dialect has schemas and the table is qualified. */
+  prismaSchema?: string | null;
 }
 
 /** The DDL, its statements and indexes of `dialect`, from the one column list. */
@@ -225,7 +233,16 @@ export function keyTableSchema(dialect: KeyTableDialect): KeyTableSchema {
     table: dialect.table,
     ddl: `${statements.join('\n\n')}\n`,
     statements,
-    prismaModel: dialect.prismaModel,
+    prismaModel: prismaModelText({
+      comment: dialect.prismaComment,
+      columns: dialect.columns,
+      indexes: dialect.indexes.map((index) => ({
+        ...index,
+        ...(index.prismaDefaultName ? {} : { map: `${dialect.bare}_${index.suffix}` }),
+      })),
+      table: dialect.bare,
+      schema: dialect.prismaSchema,
+    }),
     indexes,
   };
 }
