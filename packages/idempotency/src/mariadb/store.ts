@@ -3,9 +3,9 @@
  * as the Postgres store (core/store.ts), kept with InnoDB's own primitives. Every time is the database's
  * UTC_TIMESTAMP(6), never the app's clock.
  */
-import { tooManyInFlightError } from '../core/errors.ts';
 import type { RecordKey, StoredResponse } from '../core/record.ts';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
+import { type ClaimedRow, claimThrough } from '../stores/claim-flow.ts';
 import { isTrue, type KeyRow, recordOfRow, type SqlBoolean } from '../stores/key-row.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
@@ -172,60 +172,57 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
    * has fewer than `max` keys processing under a live lease. Like the Postgres store's, it can overshoot by the
    * number of claims counting at the same instant; once-only execution rests on the primary key alone.
    */
-  async function claim(request: ClaimRequest, tx?: SqlExecutor): Promise<ClaimResult> {
+  function claim(request: ClaimRequest, tx?: SqlExecutor): Promise<ClaimResult> {
     refuseOversizedKey(request);
-    const cap = request.inFlightCap && Number.isFinite(request.inFlightCap.max) ? request.inFlightCap : null;
-    const atCap = cap ? (await inFlight(request.scope, cap.max, tx)) >= cap.max : false;
     const values = claimedValues(request);
-    if (!atCap) {
-      const inserted = await on(tx).$executeRawUnsafe(
-        bounded(
-          `INSERT IGNORE INTO ${table}
-             (scope, \`procedure\`, \`key\`, fingerprint, state, response, http_status, lease_owner, locked_until,
-              created_at, expires_at, replay_count)
-           VALUES (?, ?, ?, ?, ${values.sql}, ${NOW}, ${inSeconds('?')}, 0)`,
-          tx,
-        ),
-        ...keyParams(request),
-        request.fingerprint,
-        ...values.params,
-        request.retentionSeconds,
-      );
-      if (inserted === 1) return { claimed: true, takeover: false };
-    }
-    const row = await readRow(request, tx);
-    if (!row) {
-      if (cap && atCap) throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
-      // Deleted (cleanup, release) between the insert and the read: claim again.
-      return claim(request, tx);
-    }
-    const expired = isTrue(row.expired_row);
-    if (!expired && !isTrue(row.dead_lease_same_request))
-      return { claimed: false, record: recordOfRow(request, row) };
-    // A new request reusing an expired key counts against the cap; the same request resuming its own key does not.
-    if (cap && atCap && expired) throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
-    const reclaimable = atCap ? deadLeaseSameRequest : `(${expiredRow} OR ${deadLeaseSameRequest})`;
-    // Assignments run left to right and see the ones before them: replay_count reads expires_at first.
-    const updated = await on(tx).$executeRawUnsafe(
-      bounded(
-        `UPDATE ${table} SET
-           replay_count = IF(expires_at <= ${NOW}, 0, replay_count),
-           fingerprint = ?, ${values.assignments},
-           created_at = ${NOW}, expires_at = ${inSeconds('?')}
-         WHERE ${where} AND ${reclaimable}`,
-        tx,
-      ),
-      request.fingerprint,
-      ...values.params,
-      request.retentionSeconds,
-      ...keyParams(request),
-      request.fingerprint,
+    const read = async (): Promise<ClaimedRow | null> => {
+      const row = await readRow(request, tx);
+      return row
+        ? {
+            record: recordOfRow(request, row),
+            expired: isTrue(row.expired_row),
+            deadLeaseSameRequest: isTrue(row.dead_lease_same_request),
+          }
+        : null;
+    };
+    return claimThrough(
+      {
+        cap: { counted: 'before', countInFlight: (max) => inFlight(request.scope, max, tx) },
+        insert: async () =>
+          (await on(tx).$executeRawUnsafe(
+            bounded(
+              `INSERT IGNORE INTO ${table}
+                 (scope, \`procedure\`, \`key\`, fingerprint, state, response, http_status, lease_owner, locked_until,
+                  created_at, expires_at, replay_count)
+               VALUES (?, ?, ?, ?, ${values.sql}, ${NOW}, ${inSeconds('?')}, 0)`,
+              tx,
+            ),
+            ...keyParams(request),
+            request.fingerprint,
+            ...values.params,
+            request.retentionSeconds,
+          )) === 1,
+        read,
+        // Assignments run left to right and see the ones before them: replay_count reads expires_at first.
+        takeOver: async (expiredToo) =>
+          (await on(tx).$executeRawUnsafe(
+            bounded(
+              `UPDATE ${table} SET
+                 replay_count = IF(expires_at <= ${NOW}, 0, replay_count),
+                 fingerprint = ?, ${values.assignments},
+                 created_at = ${NOW}, expires_at = ${inSeconds('?')}
+               WHERE ${where} AND ${expiredToo ? `(${expiredRow} OR ${deadLeaseSameRequest})` : deadLeaseSameRequest}`,
+              tx,
+            ),
+            request.fingerprint,
+            ...values.params,
+            request.retentionSeconds,
+            ...keyParams(request),
+            request.fingerprint,
+          )) === 1,
+      },
+      request,
     );
-    if (updated === 1) return { claimed: true, takeover: true };
-    // Someone else took it over (or completed it) first: what they left.
-    const now = await readRow(request, tx);
-    if (!now) return claim(request, tx);
-    return { claimed: false, record: recordOfRow(request, now) };
   }
 
   async function inFlight(scope: string, max: number, tx?: SqlExecutor): Promise<number> {

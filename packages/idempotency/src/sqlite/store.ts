@@ -24,9 +24,9 @@
  * P2028). Both are `isLockTimeout` → 409 + Retry-After: the key's first request still holds the one writer.
  */
 
-import { tooManyInFlightError } from '../core/errors.ts';
 import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
+import { claimThrough, inFlightCapOf } from '../stores/claim-flow.ts';
 import { isTrue, type KeyRow, recordOfRow } from '../stores/key-row.ts';
 import { KeyTableMissingError, missingTableExplainer } from '../stores/missing-table.ts';
 import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
@@ -112,8 +112,8 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
   const recordColumns = `scope, procedure, key, fingerprint, state, response, lease_owner,
     ${leaseActive} as lease_active, created_at, expires_at, replay_count`;
 
-  async function claimOn(on: SqlExecutor, request: ClaimRequest): Promise<ClaimResult> {
-    const cap = request.inFlightCap && Number.isFinite(request.inFlightCap.max) ? request.inFlightCap : null;
+  function claimOn(on: SqlExecutor, request: ClaimRequest): Promise<ClaimResult> {
+    const cap = inFlightCapOf(request);
     const response = request.response ?? null;
     const values = {
       ...keyValues(request),
@@ -136,55 +136,61 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
       : '1';
     const expires = sqliteNowPlus('@retention');
 
-    // 1. The claim: the unique key decides. This INSERT takes the write lock first (even when it inserts nothing),
-    //    so what follows in this transaction sees the key as no other writer can change it. (Its WHERE is also
-    //    what SQLite needs to parse INSERT … SELECT … ON CONFLICT.)
-    const inserted = await query(
-      on,
-      `insert into ${table}
-         (scope, procedure, key, fingerprint, state, response, http_status, lease_owner, locked_until,
-          created_at, expires_at, replay_count)
-       select @scope, @procedure, @key, @fingerprint, ${state}, ${responseSql}, ${httpStatus}, ${leaseOwner},
-              ${lockedUntil}, ${NOW}, ${expires}, 0
-       where ${underCap}
-       on conflict (scope, procedure, key) do nothing
-       returning 1 as inserted`,
-      values,
+    return claimThrough(
+      {
+        cap: { counted: 'inside' },
+        // The claim: the unique key decides. This INSERT takes the write lock first (even when it inserts
+        // nothing), so what follows in this transaction sees the key as no other writer can change it. (Its WHERE
+        // is also what SQLite needs to parse INSERT … SELECT … ON CONFLICT.)
+        insert: async () =>
+          (
+            await query(
+              on,
+              `insert into ${table}
+                 (scope, procedure, key, fingerprint, state, response, http_status, lease_owner, locked_until,
+                  created_at, expires_at, replay_count)
+               select @scope, @procedure, @key, @fingerprint, ${state}, ${responseSql}, ${httpStatus}, ${leaseOwner},
+                      ${lockedUntil}, ${NOW}, ${expires}, 0
+               where ${underCap}
+               on conflict (scope, procedure, key) do nothing
+               returning 1 as inserted`,
+              values,
+            )
+          ).length > 0,
+        // Under the write lock the INSERT took, no other writer can change the row before this transaction ends:
+        // what this reads is what a takeover would replace.
+        read: async () => {
+          const [row] = await query<ClaimRow>(
+            on,
+            `select ${recordColumns}, ${expiredRow} as reclaimable_expired, ${deadLeaseSameRequest} as reclaimable_dead_lease
+             from ${table} where ${where}`,
+            values,
+          );
+          return row
+            ? {
+                record: recordOfRow(row, row),
+                expired: isTrue(row.reclaimable_expired),
+                deadLeaseSameRequest: isTrue(row.reclaimable_dead_lease),
+              }
+            : null;
+        },
+        // Rare. The UPDATE re-checks the rule itself, and the cap for an expired key (a new one).
+        takeOver: async () =>
+          (
+            await query(
+              on,
+              `update ${table} set
+                 fingerprint = @fingerprint, state = ${state}, response = ${responseSql}, http_status = ${httpStatus},
+                 lease_owner = ${leaseOwner}, locked_until = ${lockedUntil}, created_at = ${NOW}, expires_at = ${expires},
+                 replay_count = case when expires_at <= ${NOW} then 0 else replay_count end
+               where ${where} and ((${expiredRow} and ${underCap}) or ${deadLeaseSameRequest})
+               returning 1 as updated`,
+              values,
+            )
+          ).length > 0,
+      },
+      request,
     );
-    if (inserted.length > 0) return { claimed: true, takeover: false };
-
-    // 2. The key exists (or the cap refused a new one). Read it: under the write lock the INSERT took, no other
-    //    writer can change it before this transaction ends, so this read is what a takeover would replace.
-    const [row] = await query<ClaimRow>(
-      on,
-      `select ${recordColumns}, ${expiredRow} as reclaimable_expired, ${deadLeaseSameRequest} as reclaimable_dead_lease
-       from ${table} where ${where}`,
-      values,
-    );
-    // No row: a new key the cap refused.
-    if (!row) {
-      if (cap) throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
-      throw new Error(`claim of ${tableName} found no row and no cap: the INSERT should have inserted`);
-    }
-    const expired = isTrue(row.reclaimable_expired);
-    if (expired || isTrue(row.reclaimable_dead_lease)) {
-      // 3. Rare: take it over. The UPDATE re-checks the rule itself (and the cap, for an expired key: a new one).
-      const takenOver = await query(
-        on,
-        `update ${table} set
-           fingerprint = @fingerprint, state = ${state}, response = ${responseSql}, http_status = ${httpStatus},
-           lease_owner = ${leaseOwner}, locked_until = ${lockedUntil}, created_at = ${NOW}, expires_at = ${expires},
-           replay_count = case when expires_at <= ${NOW} then 0 else replay_count end
-         where ${where} and ((${expiredRow} and ${underCap}) or ${deadLeaseSameRequest})
-         returning 1 as updated`,
-        values,
-      );
-      if (takenOver.length > 0) return { claimed: true, takeover: true };
-      // An expired key is a new one: refused by the cap.
-      if (cap && expired) throw tooManyInFlightError(cap.max, cap.retryAfterSeconds);
-    }
-    // Live: a replay, a 409 or a 422 for the handler; nothing was written.
-    return { claimed: false, record: recordOfRow(row, row) };
   }
 
   async function renewLease(key: RecordKey, owner: string, leaseSeconds: number): Promise<boolean> {
