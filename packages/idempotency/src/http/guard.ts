@@ -169,25 +169,33 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
   const storedOf = (settings: ReturnType<typeof routeSettings>) => (answer: HttpAnswer) =>
     responseToStore(answer, settings.options, settings.replayedHeaders);
 
+  /** A route of `mode`: its settings read once, and per request the guard around the mode's runner. */
+  function route<TContext>(
+    mode: IdempotencyMode,
+    routeOptions: HttpRouteOptions | undefined,
+    runnerOf: (
+      settings: ReturnType<typeof routeSettings>,
+      runHandler: (idempotency: TContext) => Promise<HttpAnswer>,
+    ) => ModeRunner<HttpAnswer>,
+  ): HttpRoute<TRequest, TContext> {
+    const settings = routeSettings(routeOptions);
+    return (facts, runHandler) => guard(mode, settings, facts, runnerOf(settings, runHandler));
+  }
+
   return {
     /**
      * The claim, the handler's writes (through `idempotency.tx`) and the stored response commit in ONE
      * transaction; the response is sent only after the commit.
      */
     transactional(routeOptions?: HttpRouteOptions): HttpRoute<TRequest, TransactionalHttpContext<TTx>> {
-      const settings = routeSettings(routeOptions);
-      return (facts, runHandler) =>
-        guard(
-          IdempotencyMode.transactional,
-          settings,
-          facts,
-          transactionalRunner(
-            config.store,
-            settings.options,
-            (idempotency, tx) => runHandler({ ...idempotency, tx }),
-            storedOf(settings),
-          ),
-        );
+      return route(IdempotencyMode.transactional, routeOptions, (settings, runHandler) =>
+        transactionalRunner(
+          config.store,
+          settings.options,
+          (idempotency, tx) => runHandler({ ...idempotency, tx }),
+          storedOf(settings),
+        ),
+      );
     },
 
     /**
@@ -195,19 +203,14 @@ export function createHttpGuard<TRequest, TTx>(config: HttpIdempotencyConfig<TRe
      * and the completion is fenced by the lease owner. Forward `idempotency.key` to the outside service.
      */
     external(routeOptions?: HttpRouteOptions): HttpRoute<TRequest, HttpIdempotencyContext> {
-      const settings = routeSettings(routeOptions);
-      return (facts, runHandler) =>
-        guard(
-          IdempotencyMode.external,
-          settings,
-          facts,
-          externalRunner(
-            config.store as IdempotencyStore<unknown>,
-            settings.options,
-            runHandler,
-            storedOf(settings),
-          ),
-        );
+      return route(IdempotencyMode.external, routeOptions, (settings, runHandler) =>
+        externalRunner(
+          config.store as IdempotencyStore<unknown>,
+          settings.options,
+          runHandler,
+          storedOf(settings),
+        ),
+      );
     },
   };
 }
