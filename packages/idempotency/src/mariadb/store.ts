@@ -4,10 +4,10 @@
  * UTC_TIMESTAMP(6), never the app's clock.
  */
 import type { RecordKey, StoredResponse } from '../core/record.ts';
-import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
+import type { ClaimRequest, ClaimResult } from '../core/store.ts';
 import { type ClaimedRow, claimThrough } from '../stores/claim-flow.ts';
 import { isTrue, type KeyRow, recordOfRow, type SqlBoolean } from '../stores/key-row.ts';
-import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
+import type { SqlExecutor, StoreOnPrismaClient } from '../stores/prisma-client.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import {
   explainingMissingMariadbTable,
@@ -83,10 +83,7 @@ async function retryingDeadlocks<T>(statement: () => PromiseLike<T>): Promise<T>
  * it was. MySQL 8 has no such statement (its SET_VAR hint is another syntax), so MySQL is not claimed here.
  * Everything else is the subset both share: INSERT IGNORE, affected rows, LOCK IN SHARE MODE, DELETE … LIMIT.
  */
-export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
-  db: TClient,
-  options: MariadbStoreOptions = {},
-): IdempotencyStore<PrismaTransactionLike<TClient>> {
+export const createMariadbIdempotencyStore: StoreOnPrismaClient<MariadbStoreOptions> = (db, options = {}) => {
   const tableName = options.table ?? DEFAULT_IDEMPOTENCY_TABLE;
   const table = quoteMariadbTable(tableName);
   const where = 'scope = ? AND `procedure` = ? AND `key` = ?';
@@ -300,7 +297,7 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
       );
     },
 
-    transaction<T>(fn: (tx: PrismaTransactionLike<TClient>) => Promise<T>, options: TransactionOptions) {
+    transaction(fn, options) {
       return db.$transaction(
         (tx) => {
           // InnoDB bounds lock waits in whole seconds: round up, so a bound is never shorter than asked.
@@ -328,4 +325,4 @@ export function createMariadbIdempotencyStore<TClient extends PrismaClientLike>(
         ),
       ),
   };
-}
+};

@@ -8,9 +8,9 @@
 
 import { tooManyInFlightError } from '../core/errors.ts';
 import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
-import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
+import type { ClaimRequest, ClaimResult } from '../core/store.ts';
 import { COMMIT_CHECKED } from '../stores/pooled-executor.ts';
-import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
+import type { SqlExecutor, StoreOnPrismaClient } from '../stores/prisma-client.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import { expiredBatchDelete } from './expired-batch.ts';
 import { fastPathOf } from './fast-path/adapter.ts';
@@ -56,10 +56,7 @@ type ClaimRow = { [K in keyof RecordRow]: RecordRow[K] | null } & {
   at_cap: boolean;
 };
 
-export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
-  db: TClient,
-  options: PrismaStoreOptions = {},
-): IdempotencyStore<PrismaTransactionLike<TClient>> {
+export const createPrismaIdempotencyStore: StoreOnPrismaClient<PrismaStoreOptions> = (db, options = {}) => {
   const tableName = options.table ?? DEFAULT_IDEMPOTENCY_TABLE;
   const table = quoteTable(tableName);
   const deleteExpired = expiredBatchDelete(tableName);
@@ -174,7 +171,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
       await executorFor().$executeRawUnsafe(sql.countReplay, ...keyParams(key), replays);
     },
 
-    transaction<T>(fn: (tx: PrismaTransactionLike<TClient>) => Promise<T>, options: TransactionOptions) {
+    transaction(fn, options) {
       const open = () =>
         db.$transaction(
           (tx) => {
@@ -193,7 +190,7 @@ export function createPrismaIdempotencyStore<TClient extends PrismaClientLike>(
 
     deleteExpiredBatch: (batchSize) => explainingMissingTable(tableName, () => deleteExpired(db, batchSize)),
   };
-}
+};
 
 function toRecord(row: RecordRow | ClaimRow): IdempotencyRecord {
   return {

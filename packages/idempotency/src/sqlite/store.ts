@@ -25,11 +25,11 @@
  */
 
 import type { IdempotencyRecord, RecordKey, StoredResponse } from '../core/record.ts';
-import type { ClaimRequest, ClaimResult, IdempotencyStore, TransactionOptions } from '../core/store.ts';
+import type { ClaimRequest, ClaimResult } from '../core/store.ts';
 import { claimThrough, inFlightCapOf } from '../stores/claim-flow.ts';
 import { isTrue, type KeyRow, recordOfRow } from '../stores/key-row.ts';
 import { KeyTableMissingError, missingTableExplainer } from '../stores/missing-table.ts';
-import type { PrismaClientLike, PrismaTransactionLike, SqlExecutor } from '../stores/prisma-client.ts';
+import type { SqlExecutor, StoreOnPrismaClient } from '../stores/prisma-client.ts';
 import {
   bindNamed,
   DEFAULT_SQLITE_IDEMPOTENCY_TABLE,
@@ -79,10 +79,7 @@ interface RecordRow extends KeyRow {
 
 type ClaimRow = RecordRow & { reclaimable_expired: number | bigint; reclaimable_dead_lease: number | bigint };
 
-export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
-  db: TClient,
-  options: SqliteStoreOptions = {},
-): IdempotencyStore<PrismaTransactionLike<TClient>> {
+export const createSqliteIdempotencyStore: StoreOnPrismaClient<SqliteStoreOptions> = (db, options = {}) => {
   const tableName = options.table ?? DEFAULT_SQLITE_IDEMPOTENCY_TABLE;
   const table = quoteSqliteTable(tableName);
   const connectionWaitMs = options.connectionWaitMs ?? 5_000;
@@ -256,7 +253,7 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
       );
     },
 
-    transaction<T>(fn: (tx: PrismaTransactionLike<TClient>) => Promise<T>, options: TransactionOptions) {
+    transaction(fn, options) {
       // Deferred (Prisma's BEGIN): the handler's first statement in it is the claim's INSERT, a write, so the
       // transaction takes the write lock at once, waiting up to busy_timeout — it never reads first and then
       // has to upgrade (an upgrade that meets another writer fails at once with SQLITE_BUSY, busy_timeout or
@@ -285,4 +282,4 @@ export function createSqliteIdempotencyStore<TClient extends PrismaClientLike>(
         ),
       ),
   };
-}
+};
