@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
+import { cycleThrough } from '../cannon.ts';
 import { log } from '../log.ts';
 import type { BenchOptions } from '../options.ts';
 import { cannon, countEffects } from '../requests.ts';
@@ -27,19 +28,11 @@ export async function measure(
   run: number,
 ): Promise<Measurement<P3Run>> {
   const keys = Array.from({ length: options.p3Keys }, () => randomUUID());
-  let primeIndex = 0;
-  const prime = await cannon(url, 'protected', {
-    connections: 1,
-    amount: options.p3Keys,
-    nextKey: () => keys[primeIndex++ % keys.length] ?? randomUUID(),
-  });
+  const eachKeyOnce = () =>
+    cannon(url, 'protected', { connections: 1, amount: keys.length, nextKey: cycleThrough(keys) });
+  const prime = await eachKeyOnce();
   const before = await countEffects(client);
-  let replayIndex = 0;
-  const replay = await cannon(url, 'protected', {
-    connections: 1,
-    amount: options.p3Keys,
-    nextKey: () => keys[replayIndex++ % keys.length] ?? randomUUID(),
-  });
+  const replay = await eachKeyOnce();
   const replayEffects = (await countEffects(client)) - before;
   const noop = await cannon(url, 'noop', { connections: 1, amount: options.p3Keys });
   const p3 = {
