@@ -79,12 +79,7 @@ export function figures(checkout: CheckoutPath, options: BenchOptions): Figure[]
     figure({
       id: 'checkout',
       label: 'checkout placeOrder p50, with / without the layer',
-      value: checkout.ratio,
       runs: checkout.runs.map((r) => r.protectedP50 / r.unprotectedP50),
-      target: 'info',
-      info: true,
-      bound: 1,
-      upper: true,
       detail: `${checkout.protectedP50.toFixed(2)} / ${checkout.unprotectedP50.toFixed(2)} ms, ${signedMs(checkout.addedMs)} (external mode, provider on loopback, 1 connection, ${options.orderSeconds} s each)`,
     }),
   ];

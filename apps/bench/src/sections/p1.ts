@@ -3,7 +3,7 @@ import { log } from '../log.ts';
 import type { BenchOptions } from '../options.ts';
 import { cannon, type Measured } from '../requests.ts';
 import { median, medianMs } from '../stats.ts';
-import { BEFORE, type Figure, figure } from '../summary.ts';
+import { type Figure, figure } from '../summary.ts';
 import type { Measurement } from './context.ts';
 
 /** p50 in ms per procedure. */
@@ -32,10 +32,6 @@ export function figures(runs: P1Run[], options: BenchOptions): Figure[] {
       id: 'P1',
       label: 'P1 first execution p50, protected / unprotected',
       runs: runs.map((r) => r.protected / r.unprotected),
-      before: BEFORE.P1,
-      target: '≤ 1.10',
-      bound: 1.1,
-      upper: true,
       detail: `${medianMs(runs.map((r) => r.protected))} / ${medianMs(runs.map((r) => r.unprotected))} (test server, 1 connection, ${options.p1Seconds} s each)`,
     }),
   ];

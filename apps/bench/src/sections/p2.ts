@@ -3,7 +3,7 @@ import { log } from '../log.ts';
 import type { BenchOptions } from '../options.ts';
 import { cannon, type Measured } from '../requests.ts';
 import { median } from '../stats.ts';
-import { BEFORE, type Figure, figure } from '../summary.ts';
+import { type Figure, figure } from '../summary.ts';
 import type { Measurement } from './context.ts';
 import type { CurveLevel } from './p2-curve.ts';
 
@@ -39,10 +39,6 @@ export function figures(runs: P2Run[], curve: CurveLevel[], options: BenchOption
       id: 'P2',
       label: 'P2 throughput @32, protected / unprotected',
       runs: runs.map((r) => r.protected / r.unprotected),
-      before: BEFORE.P2,
-      target: '≥ 0.90',
-      bound: 0.9,
-      upper: false,
       detail: `${median(runs.map((r) => r.protected)).toFixed(0)} / ${median(runs.map((r) => r.unprotected)).toFixed(0)} req/s (test server, ${options.p2Seconds} s each); against connections: ${curve.map((l) => `@${l.connections} ${l.ratio.toFixed(2)}`).join(', ')}`,
     }),
   ];
