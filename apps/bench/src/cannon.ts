@@ -25,6 +25,15 @@ export interface CannonOptions {
   headers: (key: string) => Record<string, string>;
 }
 
+/**
+ * A `nextKey` that hands out `keys` in their order, then from the first again: a run of `keys.length` requests
+ * sends each key once, and a second such run replays them.
+ */
+export function cycleThrough(keys: readonly string[]): () => string {
+  let next = 0;
+  return () => keys[next++ % keys.length] ?? randomUUID();
+}
+
 export async function cannon(url: string, options: CannonOptions): Promise<LoadSample> {
   const nextKey = options.nextKey ?? (() => randomUUID());
   const latencies: number[] = [];

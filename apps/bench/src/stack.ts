@@ -15,6 +15,7 @@ import { startProvider } from '@idem/provider';
 import pg from 'pg';
 import { log } from './log.ts';
 import type { BenchOptions } from './options.ts';
+import { BENCH_EFFECTS_TABLE } from './peers/effect.ts';
 import {
   createDatabase,
   dropDatabase,
@@ -92,9 +93,7 @@ export async function startStack(
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   teardown.add(() => client.end());
-  await client.query(
-    'create table if not exists bench_effects (id bigserial primary key, n int, at timestamptz default now())',
-  );
+  await client.query(BENCH_EFFECTS_TABLE);
   const postgresVersion =
     (await client.query<{ v: string }>("select current_setting('server_version') as v")).rows[0]?.v ?? '?';
   log('migrated and seeded; bench_effects created');

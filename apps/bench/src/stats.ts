@@ -18,3 +18,12 @@ export function rotate<T>(items: readonly T[], by: number): T[] {
 export function medianMs(values: number[]): string {
   return `${median(values).toFixed(2)} ms`;
 }
+
+/**
+ * The p50 as the in-process profiles take it: the value at the middle of the sorted values (the upper of the two
+ * middle ones for an even count, no averaging); NaN for none.
+ */
+export function p50(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}

@@ -5,6 +5,13 @@
  */
 import type { Database } from '@idem/db';
 
+/** The table THE handler writes: one row per execution, `n` chosen by the caller so that it can count its own. */
+export const BENCH_EFFECTS_TABLE =
+  'create table if not exists bench_effects (id bigserial primary key, n int, at timestamptz default now())';
+
+/** THE handler's one statement; `$1` is `n`. */
+export const INSERT_EFFECT = 'insert into bench_effects (n) values ($1) returning id, at';
+
 export interface SqlRunner {
   $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): PromiseLike<T>;
 }
@@ -15,10 +22,7 @@ export interface Effect {
 }
 
 export async function insertEffect(tx: SqlRunner, n: number): Promise<Effect> {
-  const rows = await tx.$queryRawUnsafe<Array<{ id: bigint | number; at: Date }>>(
-    'insert into bench_effects (n) values ($1) returning id, at',
-    n,
-  );
+  const rows = await tx.$queryRawUnsafe<Array<{ id: bigint | number; at: Date }>>(INSERT_EFFECT, n);
   const row = rows[0];
   if (!row) throw new Error('bench_effects: insert returned no row');
   return { id: Number(row.id), at: row.at };

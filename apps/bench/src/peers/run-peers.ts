@@ -17,6 +17,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { cycleThrough } from '../cannon.ts';
 import { benchRoot } from '../repository.ts';
 import { median, rotate } from '../stats.ts';
 import { KEY_PREFIX, MARKER_BASE, type PeerSettings } from './config.ts';
@@ -187,21 +188,11 @@ export async function runPeerBench(options: PeersOptions): Promise<PeersResult> 
       for (const [index, id] of rotate(protectedArmIds, round).entries()) {
         const marker = MARKER_BASE + round * 1000 + index * 10;
         const keys = Array.from({ length: settings.replayKeys }, () => randomUUID());
-        let primed = 0;
-        const first = await cannon(armUrl(id), {
-          connections: 1,
-          amount: keys.length,
-          n: marker,
-          nextKey: () => keys[primed++ % keys.length] ?? randomUUID(),
-        });
+        const eachKeyOnce = () =>
+          cannon(armUrl(id), { connections: 1, amount: keys.length, n: marker, nextKey: cycleThrough(keys) });
+        const first = await eachKeyOnce();
         const before = await rows(marker);
-        let replayed = 0;
-        const again = await cannon(armUrl(id), {
-          connections: 1,
-          amount: keys.length,
-          n: marker,
-          nextKey: () => keys[replayed++ % keys.length] ?? randomUUID(),
-        });
+        const again = await eachKeyOnce();
         const rowsWritten = (await rows(marker)) - before;
         addFailures(id, first.failed + again.failed);
         result.replay[id] = {

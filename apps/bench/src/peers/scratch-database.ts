@@ -14,6 +14,7 @@ import {
   useExternalServer,
   withDatabase,
 } from '../repository.ts';
+import { BENCH_EFFECTS_TABLE } from './effect.ts';
 
 export async function withPeersDatabase<T>(
   log: (line: string) => void,
@@ -39,11 +40,7 @@ export async function withPeersDatabase<T>(
     await migrateDatabase(databaseUrl);
     const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
-    await client
-      .query(
-        'create table if not exists bench_effects (id bigserial primary key, n int, at timestamptz default now())',
-      )
-      .finally(() => client.end());
+    await client.query(BENCH_EFFECTS_TABLE).finally(() => client.end());
     return await use(databaseUrl);
   } finally {
     await drop();

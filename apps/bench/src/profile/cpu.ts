@@ -10,24 +10,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createPrismaClient, type Database } from '@idem/db';
-import {
-  createPrismaIdempotencyStore,
-  idempotencyStatementName,
-  type PrismaTransactionLike,
-} from '@idem/idempotency/prisma';
-import { createIdempotency } from '@idem/idempotency/trpc';
-import { initTRPC } from '@trpc/server';
-import pg from 'pg';
-import { z } from 'zod';
+import { createPrismaIdempotencyStore, idempotencyStatementName } from '@idem/idempotency/prisma';
 import { intKnob } from '../knobs.ts';
-import { insertEffect, runEffect } from '../peers/effect.ts';
-import {
-  createDatabase,
-  dropDatabase,
-  migrateDatabase,
-  scratchDatabaseName,
-  useExternalServer,
-} from '../repository.ts';
+import { runEffect } from '../peers/effect.ts';
+import { benchCaller, withKey } from './bench-caller.ts';
+import { idemTransaction, insertTransaction, prismaIdemTransaction } from './hand-transactions.ts';
+import { createProfileDatabase } from './profile-database.ts';
 import { recordedStatements } from './recorded-statements.ts';
 
 const N = intKnob(process.env, 'BENCH_CPU_N', 2000);
@@ -62,15 +50,11 @@ async function perRequest(pid: number, run: () => Promise<unknown>): Promise<num
   return (await stop()) / N;
 }
 
-interface BenchContext {
-  headers: Headers;
-}
+/** Kinds of request, each by its label and one request of it. */
+type Arms = Array<[arm: string, run: () => Promise<unknown>]>;
 
 async function main() {
-  const server = await useExternalServer(process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432');
-  const name = scratchDatabaseName('idem_cpu');
-  const databaseUrl = await createDatabase(server.adminUrl, name);
-  const sql = new pg.Client({ connectionString: databaseUrl });
+  const { url: databaseUrl, sql, drop } = await createProfileDatabase('idem_cpu');
   // One connection each, so the server side is one backend and every statement runs on it.
   const prepared = createPrismaClient({
     connectionString: databaseUrl,
@@ -79,139 +63,60 @@ async function main() {
   });
   const unnamed = createPrismaClient({ connectionString: databaseUrl, max: 1 });
   try {
-    await migrateDatabase(databaseUrl);
-    await sql.connect();
-    await sql.query(
-      'create table bench_effects (id bigserial primary key, n int, at timestamptz default now())',
-    );
     const statements = await recordedStatements();
     const backend = Number(
       (await sql.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid ?? Number.NaN,
     );
-    const insert = 'insert into bench_effects (n) values ($1) returning id, at';
-    const idemTransaction = async (named: boolean) => {
-      const key = randomUUID();
-      const q = (label: string, text: string, values: unknown[]) =>
-        sql.query(named ? { name: label, text, values } : { text, values });
-      await sql.query('begin');
-      await q('claim', statements.claim, statements.claimParams('instr', named ? 'named' : 'unnamed', key));
-      await q('insert', insert, [1]);
-      await q(
-        'complete',
-        statements.complete,
-        statements.completeParams('instr', named ? 'named' : 'unnamed', key),
-      );
-      await sql.query('commit');
-    };
+    const idem = (named: boolean) =>
+      idemTransaction(sql, statements, { scope: 'instr', procedure: named ? 'named' : 'unnamed' }, named);
     const rows: Array<[string, string, number]> = [];
-    const add = (side: string, arm: string, count: number) => {
-      rows.push([side, arm, count]);
-      console.error(`[cpu] ${side}: ${arm}: ${(count * 1000).toFixed(0)} µs`);
+    /** Each arm's CPU time per request in the process `pid`, a row each (`side` names the process). */
+    const measure = async (side: string, pid: number, arms: Arms) => {
+      for (const [arm, run] of arms) {
+        const count = await perRequest(pid, run);
+        rows.push([side, arm, count]);
+        console.error(`[cpu] ${side}: ${arm}: ${(count * 1000).toFixed(0)} µs`);
+      }
     };
 
-    add(
-      'Postgres backend',
-      'BEGIN, insert, COMMIT',
-      await perRequest(backend, async () => {
-        await sql.query('begin');
-        await sql.query(insert, [1]);
-        await sql.query('commit');
-      }),
-    );
-    add(
-      'Postgres backend',
-      'BEGIN, claim, insert, complete, COMMIT — unnamed',
-      await perRequest(backend, () => idemTransaction(false)),
-    );
-    add('Postgres backend', 'the same, prepared', await perRequest(backend, () => idemTransaction(true)));
+    await measure('Postgres backend', backend, [
+      ['BEGIN, insert, COMMIT', () => insertTransaction(sql)],
+      ['BEGIN, claim, insert, complete, COMMIT — unnamed', () => idem(false)],
+      ['the same, prepared', () => idem(true)],
+    ]);
 
-    const routerOn = (db: Database) => {
-      const t = initTRPC.context<BenchContext>().create();
-      const idempotency = createIdempotency<BenchContext, PrismaTransactionLike<Database>>({
-        store: createPrismaIdempotencyStore(db),
-        getScope: () => 'instructions',
-        getRequestHeaders: (ctx) => ctx.headers,
-      });
-      const input = z.object({ n: z.number().int() });
-      return t.router({
-        unprotected: t.procedure.input(input).mutation(({ input }) => runEffect(db, input.n)),
-        protected: t.procedure
-          .concat(idempotency.transactional())
-          .input(input)
-          .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
-      }).createCaller;
-    };
-    const withKey = (key: string) => ({ headers: new Headers({ 'idempotency-key': key }) });
-    const callPrepared = routerOn(prepared);
-    const callUnnamed = routerOn(unnamed);
+    const callerOn = (db: Database) =>
+      benchCaller(db, { store: createPrismaIdempotencyStore(db), getScope: () => 'instructions' });
+    const callPrepared = callerOn(prepared);
+    const callUnnamed = callerOn(unnamed);
     const replayKey = randomUUID();
     await callPrepared(withKey(replayKey)).protected({ n: 1 });
 
-    const self = process.pid;
-    add(
-      'this Node process',
-      'pg: BEGIN, insert, COMMIT',
-      await perRequest(self, async () => {
-        await sql.query('begin');
-        await sql.query(insert, [1]);
-        await sql.query('commit');
-      }),
-    );
-    add(
-      'this Node process',
-      'pg: BEGIN, claim, insert, complete, COMMIT (prepared)',
-      await perRequest(self, () => idemTransaction(true)),
-    );
-    add(
-      'this Node process',
-      'Prisma: $transaction(insert)',
-      await perRequest(self, () => runEffect(prepared, 1)),
-    );
-    add(
-      'this Node process',
-      'Prisma: $transaction(claim, insert, complete) (prepared)',
-      await perRequest(self, () =>
-        prepared.$transaction(async (tx) => {
-          const key = randomUUID();
-          await tx.$queryRawUnsafe(statements.claim, ...statements.claimParams('instr', 'prisma', key));
-          await insertEffect(tx, 1);
-          await tx.$executeRawUnsafe(
-            statements.complete,
-            ...statements.completeParams('instr', 'prisma', key),
-          );
-        }),
-      ),
-    );
-    add(
-      'this Node process',
-      'tRPC: unprotected',
-      await perRequest(self, () => callPrepared(withKey(randomUUID())).unprotected({ n: 1 })),
-    );
-    add(
-      'this Node process',
-      'tRPC: protected, first execution',
-      await perRequest(self, () => callPrepared(withKey(randomUUID())).protected({ n: 1 })),
-    );
-    add(
-      'this Node process',
-      'tRPC: protected, first execution, unnamed statements',
-      await perRequest(self, () => callUnnamed(withKey(randomUUID())).protected({ n: 1 })),
-    );
-    add(
-      'this Node process',
-      'tRPC: protected, replay',
-      await perRequest(self, () => callPrepared(withKey(replayKey)).protected({ n: 1 })),
-    );
+    await measure('this Node process', process.pid, [
+      ['pg: BEGIN, insert, COMMIT', () => insertTransaction(sql)],
+      ['pg: BEGIN, claim, insert, complete, COMMIT (prepared)', () => idem(true)],
+      ['Prisma: $transaction(insert)', () => runEffect(prepared, 1)],
+      [
+        'Prisma: $transaction(claim, insert, complete) (prepared)',
+        () => prismaIdemTransaction(prepared, statements, { scope: 'instr', procedure: 'prisma' }),
+      ],
+      ['tRPC: unprotected', () => callPrepared(withKey(randomUUID())).unprotected({ n: 1 })],
+      ['tRPC: protected, first execution', () => callPrepared(withKey(randomUUID())).protected({ n: 1 })],
+      [
+        'tRPC: protected, first execution, unnamed statements',
+        () => callUnnamed(withKey(randomUUID())).protected({ n: 1 }),
+      ],
+      ['tRPC: protected, replay', () => callPrepared(withKey(replayKey)).protected({ n: 1 })],
+    ]);
 
     console.log(`CPU time per request (perf stat -e task-clock, N = ${N}):\n`);
     console.log('| measured process | request | CPU µs |');
     console.log('|---|---|---|');
     for (const [side, arm, count] of rows) console.log(`| ${side} | ${arm} | ${(count * 1000).toFixed(0)} |`);
   } finally {
-    await sql.end().catch(() => {});
     await prepared.$disconnect();
     await unnamed.$disconnect();
-    await dropDatabase(server.adminUrl, name);
+    await drop();
   }
 }
 

@@ -164,6 +164,20 @@ const mediansRow = (label: string, ...picks: Array<(round: ArmRound) => number>)
   (rounds) => picks.map((pick) => formatValue(median(rounds.map(pick)))).join(' / '),
 ];
 
+/** The rows of a request's time, each the mean per request of one part of `perRequest`, in the table's order. */
+const REQUEST_SPLIT_ROWS: Array<[label: string, part: keyof ReturnType<typeof perRequest>]> = [
+  [
+    '**per request, ms (mean):** outside the server process (sockets, accept queue, the load generator)',
+    'outsideServer',
+  ],
+  ['… inside the server process (request parsed → answer written)', 'inServer'],
+  ['… … waiting for a pooled connection: the transaction', 'waitTx'],
+  ['… … waiting for a pooled connection: statements outside a transaction', 'waitQuery'],
+  ['… … holding a connection: the transaction (BEGIN … COMMIT and the app between)', 'holdTx'],
+  ['… … holding a connection: statements outside a transaction (the principal, …)', 'holdQuery'],
+  ['… … the rest: JavaScript and its turns on the event loop (HTTP, tRPC, JSON)', 'rest'],
+];
+
 /** The budget as a Markdown table: one column per arm, each cell the median over the rounds with its min–max. */
 export function budgetMarkdown({ arms, connections }: BudgetInput): string {
   const names = Object.keys(arms);
@@ -179,28 +193,7 @@ export function budgetMarkdown({ arms, connections }: BudgetInput): string {
       (x) => x.latencyP99Ms,
     ),
     spreadRow('latency mean, ms', (x) => x.latencyMeanMs),
-    spreadRow(
-      '**per request, ms (mean):** outside the server process (sockets, accept queue, the load generator)',
-      (x) => perRequest(x).outsideServer,
-    ),
-    spreadRow('… inside the server process (request parsed → answer written)', (x) => perRequest(x).inServer),
-    spreadRow('… … waiting for a pooled connection: the transaction', (x) => perRequest(x).waitTx),
-    spreadRow(
-      '… … waiting for a pooled connection: statements outside a transaction',
-      (x) => perRequest(x).waitQuery,
-    ),
-    spreadRow(
-      '… … holding a connection: the transaction (BEGIN … COMMIT and the app between)',
-      (x) => perRequest(x).holdTx,
-    ),
-    spreadRow(
-      '… … holding a connection: statements outside a transaction (the principal, …)',
-      (x) => perRequest(x).holdQuery,
-    ),
-    spreadRow(
-      '… … the rest: JavaScript and its turns on the event loop (HTTP, tRPC, JSON)',
-      (x) => perRequest(x).rest,
-    ),
+    ...REQUEST_SPLIT_ROWS.map(([label, part]) => spreadRow(label, (x) => perRequest(x)[part])),
     mediansRow(
       'pool: size / mean waiting (sampled) / mean idle',
       (x) => pool(x)?.max ?? nan,

@@ -181,6 +181,22 @@ type ConnectCallback = (
 
 const originalConnect = Pool.prototype.connect as (this: pg.Pool, callback?: ConnectCallback) => unknown;
 
+/** A checkout's two phases in the request's split, by its kind: waiting for the connection, then holding it. */
+const CHECKOUT_PHASES: Record<CheckoutKind, Record<'wait' | 'hold', Interval['phase']>> = {
+  transaction: { wait: 'waitTransaction', hold: 'holdTransaction' },
+  query: { wait: 'waitQuery', hold: 'holdQuery' },
+};
+
+/**
+ * A wait or hold from `from`, open until its `to` is set, added to the asking request's intervals (`undefined`:
+ * the checkout came from outside any request, and counts in no request's split).
+ */
+function openInterval(intervals: Interval[] | undefined, phase: Interval['phase'], from: number): Interval {
+  const interval: Interval = { phase, from, to: null };
+  intervals?.push(interval);
+  return interval;
+}
+
 /** Times the hold: wraps the client's `release` (set by the pool on every checkout) once. */
 function timeHold(
   record: PoolRecord,
@@ -190,12 +206,7 @@ function timeHold(
 ): void {
   if (!client) return;
   const got = performance.now();
-  const hold: Interval = {
-    phase: kind === 'transaction' ? 'holdTransaction' : 'holdQuery',
-    from: got,
-    to: null,
-  };
-  intervals?.push(hold);
+  const hold = openInterval(intervals, CHECKOUT_PHASES[kind].hold, got);
   const release = client.release;
   client.release = (error?: Error | boolean) => {
     client.release = release;
@@ -213,12 +224,7 @@ Pool.prototype.connect = function connect(this: pg.Pool, callback?: ConnectCallb
   const started = performance.now();
   // The request that asks for the connection (read now: the pool's callback runs in whoever released one).
   const intervals = current.getStore();
-  const wait: Interval = {
-    phase: kind === 'transaction' ? 'waitTransaction' : 'waitQuery',
-    from: started,
-    to: null,
-  };
-  intervals?.push(wait);
+  const wait = openInterval(intervals, CHECKOUT_PHASES[kind].wait, started);
   const done = (client: pg.PoolClient | undefined) => {
     const record = recordOf(this);
     wait.to = performance.now();

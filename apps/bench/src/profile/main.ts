@@ -23,59 +23,37 @@ import { traceIdempotency } from '@idem/idempotency/otel';
 import {
   createPrismaIdempotencyStore,
   idempotencyStatementName,
-  type PrismaTransactionLike,
   withIdempotencyFastPath,
 } from '@idem/idempotency/prisma';
-import { createIdempotency } from '@idem/idempotency/trpc';
-import { initTRPC } from '@trpc/server';
-import pg from 'pg';
 import superjson from 'superjson';
-import { z } from 'zod';
 // The library's one-Sync batch (internal: not a public export), for the SQL floor of the folded transaction.
 import { sendBatch } from '../../../../packages/idempotency/src/prisma/fast-path/pg-batch.ts';
 import { intKnob } from '../knobs.ts';
-import { insertEffect, runEffect } from '../peers/effect.ts';
-import {
-  createDatabase,
-  dropDatabase,
-  migrateDatabase,
-  scratchDatabaseName,
-  useExternalServer,
-} from '../repository.ts';
+import { INSERT_EFFECT, runEffect } from '../peers/effect.ts';
+import { p50 } from '../stats.ts';
+import { benchCaller, withKey } from './bench-caller.ts';
+import { idemTransaction, insertTransaction, prismaIdemTransaction } from './hand-transactions.ts';
+import { createProfileDatabase } from './profile-database.ts';
 import { recordedStatements } from './recorded-statements.ts';
 
 const ITERATIONS = intKnob(process.env, 'BENCH_PROFILE_ITERATIONS', 2000);
 const ONLY = process.env.BENCH_PROFILE_ONLY?.split('|');
 
-interface BenchContext {
-  headers: Headers;
-}
-
 /** A 32-character secret for the encrypted-responses arm (the bench's own, not a deployment's). */
 const BENCH_RESPONSE_SECRET = 'bench-response-secret-0000000001';
 
-function createRouter(
+function profileCaller(
   db: Database,
   transformer: 'identity' | 'superjson',
   fastPath?: object,
   { encrypted = false, replayCache = null }: { encrypted?: boolean; replayCache?: ReplayCache | null } = {},
 ) {
-  const t = initTRPC.context<BenchContext>().create();
   const store = createPrismaIdempotencyStore(db, fastPath ? { fastPath } : {});
-  const idempotency = createIdempotency<BenchContext, PrismaTransactionLike<Database>>({
+  return benchCaller(db, {
     store: encrypted ? encryptStoredResponses(store, { secrets: [BENCH_RESPONSE_SECRET] }) : store,
     ...(transformer === 'superjson' ? { transformer: superjson } : {}),
     getScope: () => 'profile',
-    getRequestHeaders: (ctx) => ctx.headers,
     defaults: { replayCache },
-  });
-  const input = z.object({ n: z.number().int() });
-  return t.router({
-    unprotected: t.procedure.input(input).mutation(({ input }) => runEffect(db, input.n)),
-    protected: t.procedure
-      .concat(idempotency.transactional())
-      .input(input)
-      .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
   });
 }
 
@@ -93,16 +71,8 @@ function withoutPool<TFactory extends { connect(): Promise<object> }>(factory: T
   });
 }
 
-function p50(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
-}
-
 async function main() {
-  const server = await useExternalServer(process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432');
-  const name = scratchDatabaseName('idem_profile');
-  const databaseUrl = await createDatabase(server.adminUrl, name);
-  const sql = new pg.Client({ connectionString: databaseUrl });
+  const { url: databaseUrl, sql, drop } = await createProfileDatabase('idem_profile');
   const db = createPrismaClient({ connectionString: databaseUrl, max: 2 });
   // The app's configuration: the store's statements prepared once per connection.
   const dbPrepared = createPrismaClient({
@@ -120,22 +90,16 @@ async function main() {
   );
   const dbAdapterLevel = createPrismaClient({ adapter: adapterLevel });
   try {
-    await migrateDatabase(databaseUrl);
-    await sql.connect();
-    await sql.query(
-      'create table bench_effects (id bigserial primary key, n int, at timestamptz default now())',
-    );
     const statements = await recordedStatements();
-    const unnamed = createRouter(db, 'identity').createCaller;
-    const prepared = createRouter(dbPrepared, 'identity').createCaller;
-    const preparedSuperjson = createRouter(dbPrepared, 'superjson').createCaller;
-    const fast = createRouter(dbFast, 'identity', fastAdapter).createCaller;
-    const fastAdapterLevel = createRouter(dbAdapterLevel, 'identity', adapterLevel).createCaller;
-    const fastEncrypted = createRouter(dbFast, 'identity', fastAdapter, { encrypted: true }).createCaller;
-    const fastCached = createRouter(dbFast, 'identity', fastAdapter, {
+    const unnamed = profileCaller(db, 'identity');
+    const prepared = profileCaller(dbPrepared, 'identity');
+    const preparedSuperjson = profileCaller(dbPrepared, 'superjson');
+    const fast = profileCaller(dbFast, 'identity', fastAdapter);
+    const fastAdapterLevel = profileCaller(dbAdapterLevel, 'identity', adapterLevel);
+    const fastEncrypted = profileCaller(dbFast, 'identity', fastAdapter, { encrypted: true });
+    const fastCached = profileCaller(dbFast, 'identity', fastAdapter, {
       replayCache: createReplayCache({ maxEntries: 100_000 }),
-    }).createCaller;
-    const withKey = (key: string) => ({ headers: new Headers({ 'idempotency-key': key }) });
+    });
     const replayKeys: string[] = [];
     const primeKey = () => {
       const key = randomUUID();
@@ -148,46 +112,18 @@ async function main() {
       statements.claimParams('profile-sql', procedure, key);
     const arms: Record<string, () => Promise<unknown> | unknown> = {
       'sql: select 1': () => sql.query('select 1'),
-      'sql: BEGIN, insert, COMMIT': async () => {
-        await sql.query('begin');
-        await sql.query('insert into bench_effects (n) values ($1) returning id, at', [1]);
-        await sql.query('commit');
-      },
-      'sql: BEGIN, claim, insert, complete, COMMIT': async () => {
-        const key = randomUUID();
-        await sql.query('begin');
-        await sql.query(statements.claim, claimParams(key));
-        await sql.query('insert into bench_effects (n) values ($1) returning id, at', [1]);
-        await sql.query(statements.complete, statements.completeParams('profile-sql', 'pg.idem', key));
-        await sql.query('commit');
-      },
-      'sql: named (prepared) claim+insert+complete': async () => {
-        const key = randomUUID();
-        await sql.query('begin');
-        await sql.query({ name: 'claim', text: statements.claim, values: claimParams(key) });
-        await sql.query({
-          name: 'insert',
-          text: 'insert into bench_effects (n) values ($1) returning id, at',
-          values: [1],
-        });
-        await sql.query({
-          name: 'complete',
-          text: statements.complete,
-          values: statements.completeParams('profile-sql', 'pg.idem', key),
-        });
-        await sql.query('commit');
-      },
+      'sql: BEGIN, insert, COMMIT': () => insertTransaction(sql),
+      'sql: BEGIN, claim, insert, complete, COMMIT': () =>
+        idemTransaction(sql, statements, { scope: 'profile-sql', procedure: 'pg.idem' }, false),
+      'sql: named (prepared) claim+insert+complete': () =>
+        idemTransaction(sql, statements, { scope: 'profile-sql', procedure: 'pg.idem' }, true),
       'sql: named, folded: BEGIN+claim, insert, complete+COMMIT (3 round trips)': async () => {
         const key = randomUUID();
         await sendBatch(sql, [
           { text: 'BEGIN', values: [] },
           { name: 'claim', text: statements.claim, values: claimParams(key) },
         ]);
-        await sql.query({
-          name: 'insert',
-          text: 'insert into bench_effects (n) values ($1) returning id, at',
-          values: [1],
-        });
+        await sql.query({ name: 'insert', text: INSERT_EFFECT, values: [1] });
         await sendBatch(sql, [
           {
             name: 'complete',
@@ -216,15 +152,7 @@ async function main() {
       'prisma: $queryRawUnsafe select 1': () => db.$queryRawUnsafe('select 1'),
       'prisma: $transaction(insert)': () => runEffect(db, 1),
       'prisma: $transaction(claim, insert, complete)': () =>
-        db.$transaction(async (tx) => {
-          const key = randomUUID();
-          await tx.$queryRawUnsafe(statements.claim, ...claimParams(key, 'prisma.idem'));
-          await insertEffect(tx, 1);
-          await tx.$executeRawUnsafe(
-            statements.complete,
-            ...statements.completeParams('profile-sql', 'prisma.idem', key),
-          );
-        }),
+        prismaIdemTransaction(db, statements, { scope: 'profile-sql', procedure: 'prisma.idem' }),
       'trpc: unprotected': () => prepared(withKey(randomUUID())).unprotected({ n: 1 }),
       'trpc: protected, unnamed statements (first execution)': () =>
         unnamed(withKey(randomUUID())).protected({ n: 1 }),
@@ -303,12 +231,11 @@ async function main() {
     console.log('|---|---|');
     for (const arm of names) console.log(`| ${arm} | ${p50(times.get(arm) ?? []).toFixed(4)} |`);
   } finally {
-    await sql.end().catch(() => {});
     await db.$disconnect();
     await dbPrepared.$disconnect();
     await dbFast.$disconnect();
     await dbAdapterLevel.$disconnect();
-    await dropDatabase(server.adminUrl, name);
+    await drop();
   }
 }
 

@@ -12,76 +12,32 @@
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { createPrismaClient, type Database, pgAdapter } from '@idem/db';
-import type { IdempotencyStore } from '@idem/idempotency';
-import {
-  createPrismaIdempotencyStore,
-  type PrismaTransactionLike,
-  withIdempotencyFastPath,
-} from '@idem/idempotency/prisma';
-import { createIdempotency } from '@idem/idempotency/trpc';
-import { initTRPC } from '@trpc/server';
-import pg from 'pg';
-import { z } from 'zod';
+import { createPrismaClient, pgAdapter } from '@idem/db';
+import { createPrismaIdempotencyStore, withIdempotencyFastPath } from '@idem/idempotency/prisma';
 import { intKnob } from '../knobs.ts';
-import { insertEffect } from '../peers/effect.ts';
-import {
-  createDatabase,
-  dropDatabase,
-  migrateDatabase,
-  scratchDatabaseName,
-  useExternalServer,
-} from '../repository.ts';
+import { p50 } from '../stats.ts';
+import { benchCaller, withKey } from './bench-caller.ts';
+import { createProfileDatabase } from './profile-database.ts';
 
 const BURST = intKnob(process.env, 'BENCH_BURST', 50);
 const ROUNDS = intKnob(process.env, 'BENCH_BURST_ROUNDS', 40);
 
-type Store = IdempotencyStore<PrismaTransactionLike<Database>>;
-
-function routerOn(store: Store) {
-  const t = initTRPC.context<{ headers: Headers }>().create();
-  const idempotency = createIdempotency<{ headers: Headers }, PrismaTransactionLike<Database>>({
-    store,
-    getScope: () => 'burst',
-    getRequestHeaders: (ctx) => ctx.headers,
-  });
-  return t.router({
-    protected: t.procedure
-      .concat(idempotency.transactional())
-      .input(z.object({ n: z.number().int() }))
-      .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
-  }).createCaller;
-}
-
-function p50(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
-}
-
 async function main() {
-  const server = await useExternalServer(process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432');
-  const name = scratchDatabaseName('idem_burst');
-  const databaseUrl = await createDatabase(server.adminUrl, name);
+  const { url: databaseUrl, drop } = await createProfileDatabase('idem_burst');
   const adapter = withIdempotencyFastPath(pgAdapter({ connectionString: databaseUrl, max: 10 }));
   const db = createPrismaClient({ adapter });
-  const sql = new pg.Client({ connectionString: databaseUrl });
   try {
-    await migrateDatabase(databaseUrl);
-    await sql.connect();
-    await sql.query(
-      'create table bench_effects (id bigserial primary key, n int, at timestamptz default now())',
-    );
     const store = createPrismaIdempotencyStore(db, { fastPath: adapter });
-    // Each arm: the router for the i-th request of a burst.
-    const shared = routerOn(store);
-    const apart = Array.from({ length: BURST }, () => routerOn({ ...store }));
-    const uncounted = routerOn({ ...store, countReplay: async () => {} });
-    const arms: Record<string, (i: number) => ReturnType<typeof routerOn>> = {
+    const callerOn = (own: typeof store) => benchCaller(db, { store: own, getScope: () => 'burst' });
+    // Each arm: the caller for the i-th request of a burst.
+    const shared = callerOn(store);
+    const apart = Array.from({ length: BURST }, () => callerOn({ ...store }));
+    const uncounted = callerOn({ ...store, countReplay: async () => {} });
+    const arms: Record<string, (i: number) => typeof shared> = {
       'as the library runs it': () => shared,
       'each request on a store object of its own (before)': (i) => apart[i] ?? shared,
       'no replay count': () => uncounted,
     };
-    const withKey = (key: string) => ({ headers: new Headers({ 'idempotency-key': key }) });
     const times = new Map<string, { fresh: number[]; replays: number[] }>();
     for (const arm of Object.keys(arms)) times.set(arm, { fresh: [], replays: [] });
     for (let round = 0; round < ROUNDS; round += 1) {
@@ -113,9 +69,8 @@ async function main() {
         `${arm}: same-key burst p50 ${p50(fresh).toFixed(2)} ms, replay burst p50 ${p50(replays).toFixed(2)} ms`,
       );
   } finally {
-    await sql.end().catch(() => {});
     await db.$disconnect();
-    await dropDatabase(server.adminUrl, name);
+    await drop();
   }
 }
 

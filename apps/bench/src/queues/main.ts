@@ -35,13 +35,8 @@ import {
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { headers, nanos, connect as natsConnect } from '@nats-io/transport-node';
 import amqp from 'amqplib';
-import {
-  createDatabase,
-  dropDatabase,
-  messageOf,
-  scratchDatabaseName,
-  useExternalServer,
-} from '../repository.ts';
+import { createDatabase, dropDatabase, scratchDatabaseName, useExternalServer } from '../repository.ts';
+import { closeEach, factoryOf, runStandalone } from '../standalone.ts';
 import { formatMs, type LatencySummary, summarize } from '../storage/latency.ts';
 
 const number = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -335,28 +330,23 @@ const db = createPrismaClient({ connectionString: url, max: settings.prefetch })
 const adapter = withIdempotencyFastPath(pgAdapter({ connectionString: url, max: settings.prefetch }));
 const clients: Clients = { db, fast: { db: createPrismaClient({ adapter }), adapter } };
 const opened: Broker[] = [];
-try {
-  for (const statement of idempotencyKeysSchema().statements) await db.$executeRawUnsafe(statement);
-  await db.$executeRawUnsafe('create table effects (seq bigserial primary key, message_id text not null)');
-  const results: BrokerFigures[] = [];
-  for (const id of settings.brokers) {
-    const factory = BROKERS[id];
-    if (!factory) throw new Error(`unknown broker ${id}: one of ${Object.keys(BROKERS).join(', ')}`);
-    const broker = await factory();
-    opened.push(broker);
-    results.push(await measure(broker, clients));
-  }
-  console.log('');
-  console.log(table(results));
-  console.log('');
-  console.log(JSON.stringify(results));
-} catch (error) {
-  console.error(`[bench:queues] ${messageOf(error)}`);
-  process.exitCode = 1;
-} finally {
-  for (const broker of opened)
-    await broker.close().catch((error: unknown) => console.error(messageOf(error)));
-  await db.$disconnect();
-  await clients.fast.db.$disconnect();
-  await dropDatabase(server.adminUrl, name);
-}
+await runStandalone(
+  'bench:queues',
+  async () => {
+    for (const statement of idempotencyKeysSchema().statements) await db.$executeRawUnsafe(statement);
+    await db.$executeRawUnsafe('create table effects (seq bigserial primary key, message_id text not null)');
+    const results: BrokerFigures[] = [];
+    for (const id of settings.brokers) {
+      const broker = await factoryOf(BROKERS, 'broker', id)();
+      opened.push(broker);
+      results.push(await measure(broker, clients));
+    }
+    return { table: table(results), results };
+  },
+  async () => {
+    await closeEach(opened);
+    await db.$disconnect();
+    await clients.fast.db.$disconnect();
+    await dropDatabase(server.adminUrl, name);
+  },
+);

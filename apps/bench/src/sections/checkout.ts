@@ -11,6 +11,7 @@ import type { BenchOptions } from '../options.ts';
 import { alternate, type Measured, requestHeaders } from '../requests.ts';
 import { median } from '../stats.ts';
 import { type Figure, figure, signedMs } from '../summary.ts';
+import { measureBoth } from './both-procedures.ts';
 import type { SectionContext } from './context.ts';
 
 export const name = 'checkout placeOrder';
@@ -53,13 +54,10 @@ export async function run({ options, stack, progress }: SectionContext): Promise
   const runs: CheckoutPath['runs'] = [];
   for (let index = 0; index < options.runs; index += 1) {
     progress.run(index + 1, options.runs);
-    const p50 = { protected: Number.NaN, unprotected: Number.NaN };
-    let failed = 0;
-    for (const procedure of alternate(index)) {
+    const { value: p50, failures: failed } = await measureBoth(alternate(index), async (procedure) => {
       const sample = await time(procedure, options.orderSeconds);
-      failed += sample.failed;
-      p50[procedure] = median(sample.latencies);
-    }
+      return { value: median(sample.latencies), failed: sample.failed };
+    });
     runs.push({ protectedP50: p50.protected, unprotectedP50: p50.unprotected, failed });
     log(
       `  placeOrder p50: with the layer ${p50.protected.toFixed(2)} ms, without ${p50.unprotected.toFixed(2)} ms (${failed} failed)`,
@@ -79,12 +77,7 @@ export function figures(checkout: CheckoutPath, options: BenchOptions): Figure[]
     figure({
       id: 'checkout',
       label: 'checkout placeOrder p50, with / without the layer',
-      value: checkout.ratio,
       runs: checkout.runs.map((r) => r.protectedP50 / r.unprotectedP50),
-      target: 'info',
-      info: true,
-      bound: 1,
-      upper: true,
       detail: `${checkout.protectedP50.toFixed(2)} / ${checkout.unprotectedP50.toFixed(2)} ms, ${signedMs(checkout.addedMs)} (external mode, provider on loopback, 1 connection, ${options.orderSeconds} s each)`,
     }),
   ];

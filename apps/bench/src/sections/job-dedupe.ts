@@ -98,10 +98,6 @@ export function figures(jobs: JobDedupe | Skipped): Figure[] {
       label: 'worker fulfilment job, with / without its dedupe',
       // One run of `jobs` jobs per arm: the ratio of the arms' p50s, a single measurement.
       runs: [jobs.firstP50 / jobs.withoutDedupeP50],
-      target: 'info',
-      info: true,
-      bound: 1,
-      upper: true,
       detail: `first delivery ${jobs.firstP50.toFixed(2)} / ${jobs.withoutDedupeP50.toFixed(2)} ms p50 (${jobs.addedMs >= 0 ? '+' : ''}${jobs.addedMs.toFixed(2)} ms per job); a duplicate delivery, absorbed: ${jobs.duplicateP50.toFixed(2)} ms (${jobs.jobs} jobs each)`,
     }),
   ];

@@ -3,28 +3,19 @@ import { log } from '../log.ts';
 import type { BenchOptions } from '../options.ts';
 import { cannon, type Measured } from '../requests.ts';
 import { median, medianMs } from '../stats.ts';
-import { BEFORE, type Figure, figure } from '../summary.ts';
-import type { Measurement } from './context.ts';
+import { type Figure, figure } from '../summary.ts';
+import { type MeasurePair, measureBoth } from './both-procedures.ts';
 
 /** p50 in ms per procedure. */
 export type P1Run = Record<Measured, number>;
 
-export async function measure(
-  url: string,
-  options: BenchOptions,
-  run: number,
-  order: Measured[],
-): Promise<Measurement<P1Run>> {
-  const p1 = { protected: Number.NaN, unprotected: Number.NaN };
-  let failures = 0;
-  for (const procedure of order) {
+export const measure: MeasurePair = (url, options, run, order) =>
+  measureBoth(order, async (procedure) => {
     const sample = await cannon(url, procedure, { connections: 1, duration: options.p1Seconds });
-    failures += sample.failed;
-    p1[procedure] = median(sample.latencies);
-    log(`  run ${run + 1} P1 ${procedure.padEnd(11)} p50 ${p1[procedure].toFixed(2)} ms (${sample.ok} ok)`);
-  }
-  return { value: p1, failures };
-}
+    const p50 = median(sample.latencies);
+    log(`  run ${run + 1} P1 ${procedure.padEnd(11)} p50 ${p50.toFixed(2)} ms (${sample.ok} ok)`);
+    return { value: p50, failed: sample.failed };
+  });
 
 export function figures(runs: P1Run[], options: BenchOptions): Figure[] {
   return [
@@ -32,10 +23,6 @@ export function figures(runs: P1Run[], options: BenchOptions): Figure[] {
       id: 'P1',
       label: 'P1 first execution p50, protected / unprotected',
       runs: runs.map((r) => r.protected / r.unprotected),
-      before: BEFORE.P1,
-      target: '≤ 1.10',
-      bound: 1.1,
-      upper: true,
       detail: `${medianMs(runs.map((r) => r.protected))} / ${medianMs(runs.map((r) => r.unprotected))} (test server, 1 connection, ${options.p1Seconds} s each)`,
     }),
   ];

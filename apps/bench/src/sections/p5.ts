@@ -11,7 +11,7 @@ import { log } from '../log.ts';
 import type { BenchOptions } from '../options.ts';
 import { burst, countEffects, notOk } from '../requests.ts';
 import { median, medianMs } from '../stats.ts';
-import { BEFORE, type Figure, figure } from '../summary.ts';
+import { type Figure, figure } from '../summary.ts';
 import type { Measurement } from './context.ts';
 
 /** `bench_effects.n` of run i's same-key burst is MARKER_BASE + i; every other burst writes n = 2. */
@@ -79,19 +79,12 @@ export function figures(runs: P5Run[], options: BenchOptions): Figure[] {
       // The worst run, not the median: one run with two executions is a failure.
       value: Math.max(...runs.map((r) => r.executions)),
       runs: runs.map((r) => r.executions),
-      target: '= 1',
-      bound: 1,
-      upper: true,
       detail: `per run: ${runs.map((r) => r.executions).join(', ')}; statuses: ${runs.map((r) => JSON.stringify(r.statuses)).join(' ')}`,
     }),
     figure({
       id: 'P5',
       label: 'P5 same-key burst wall / distinct-key burst',
       runs: perRun((r) => r.wallMs),
-      before: BEFORE.P5,
-      target: '≤ 0.6',
-      bound: 0.6,
-      upper: true,
       detail: `${medianMs(runs.map((r) => r.wallMs))} / ${medianMs(runs.map((r) => r.controlWallMs))} (${size} at once; the control: unprotected, distinct keys); floors, same control: ${size} replays of a finished key ${ofControl((r) => r.replayWallMs).toFixed(2)}, ${size} requests with no database work of their own ${ofControl((r) => r.noopWallMs).toFixed(2)}`,
     }),
   ];

@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { benchRoot } from '../repository.ts';
-import { BEFORE, type Figure, figure } from '../summary.ts';
+import { type Figure, figure } from '../summary.ts';
 import type { Skipped } from './context.ts';
 
 export const name = 'client size (P7)';
@@ -44,11 +44,6 @@ export function figures(bundle: ClientSize[] | Skipped): Figure[] {
       label: 'P7 client library in the checkout bundle, min+gz',
       value: checkout.gzipped / 1024,
       runs: 'exact',
-      before: BEFORE.P7,
-      unit: 'kB',
-      target: '≤ 3.0 kB',
-      bound: 3,
-      upper: true,
       detail: `${checkout.entry}: ${(checkout.minified / 1024).toFixed(2)} kB min (esbuild, gzip -9; pnpm bench:client-size)`,
     }),
   ];

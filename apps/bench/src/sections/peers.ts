@@ -11,7 +11,7 @@ import type { PeersResult, PeersSkipped } from '../peers/results.ts';
 import { runPeerBench } from '../peers/run-peers.ts';
 import { messageOf } from '../repository.ts';
 import { median } from '../stats.ts';
-import { BEFORE, type Figure, figure, signedMs } from '../summary.ts';
+import { type Figure, figure, signedMs } from '../summary.ts';
 import type { SectionContext } from './context.ts';
 
 export const name = 'peers';
@@ -62,10 +62,6 @@ export function figures(peers: PeersResult | PeersSkipped): Figure[] {
       label: 'peers: Idem on bare tRPC ÷ the same route unprotected',
       // Their median is the arm's p1Ratio (peers/summarize.ts).
       runs: peers.rounds.map((round) => ratio(round, 'idem')),
-      before: BEFORE.peers,
-      target: '≤ 1.20',
-      bound: 1.2,
-      upper: true,
       detail: `p50 @1 connection, median of ${peers.rounds.length} rounds; the Redis peers on their own frameworks: ${redisRatios}`,
     }),
     figure({
@@ -77,10 +73,6 @@ export function figures(peers: PeersResult | PeersSkipped): Figure[] {
         const best = Math.min(...REDIS_PEERS.map((id) => added(round, id)));
         return best > 0 ? added(round, 'idem') / best : Number.NaN;
       }),
-      before: BEFORE.P4,
-      target: '≤ 1.0',
-      bound: 1,
-      upper: true,
       detail: `Idem ${signedMs(idemAdded)} vs the best Redis peer ${signedMs(bestAdded)} (median over the rounds of each one's p50 minus its own framework's unprotected p50; n/a when the peer's is ≤ 0, i.e. noise); the spread: each round's own ratio`,
     }),
   ];

@@ -118,12 +118,7 @@ export function figures(floor: PgbenchFloor | Skipped, options: BenchOptions): F
     figure({
       id: 'floor',
       label: 'pgbench floor (claim tx / insert tx)',
-      value: floor.ratio,
       runs: floor.perRun.map((r) => r.claimMs / r.baselineMs),
-      target: 'info',
-      info: true,
-      bound: 1,
-      upper: true,
       detail: `claim+insert+complete ${floor.claimMs.toFixed(3)} ms / insert ${floor.baselineMs.toFixed(3)} ms (pgbench, 1 client, ${options.pgbenchSeconds} s × ${floor.runs})`,
     }),
   ];

@@ -9,7 +9,7 @@
  * postgres,mariadb,sqlite), BENCH_STORE_SAMPLES (500), BENCH_STORE_BURST (50), BENCH_STORE_BURST_MS (50: the burst's
  * procedure time), BENCH_STORE_CONNECTIONS (8), BENCH_STORE_SECONDS (5), BENCH_STORE_ROUNDS (5).
  */
-import { messageOf } from '../repository.ts';
+import { closeEach, factoryOf, runStandalone } from '../standalone.ts';
 import { formatMs } from '../storage/latency.ts';
 import { mariadbStore } from './mariadb.ts';
 import {
@@ -68,24 +68,18 @@ function table(results: StoreFigures[]): string {
 }
 
 const opened: StoreUnderTest[] = [];
-try {
-  const apps: StoreApp[] = [];
-  for (const id of chosen) {
-    const factory = STORES[id];
-    if (!factory) throw new Error(`unknown store ${id}: one of ${Object.keys(STORES).join(', ')}`);
-    const under = await factory(settings.connections);
-    opened.push(under);
-    console.log(`[bench:stores] ${under.name} (${under.durability})`);
-    apps.push(await prepareStore(under));
-  }
-  const results = await measureStores(apps, settings);
-  console.log('');
-  console.log(table(results));
-  console.log('');
-  console.log(JSON.stringify(results));
-} catch (error) {
-  console.error(`[bench:stores] ${messageOf(error)}`);
-  process.exitCode = 1;
-} finally {
-  for (const under of opened) await under.close().catch((error: unknown) => console.error(messageOf(error)));
-}
+await runStandalone(
+  'bench:stores',
+  async () => {
+    const apps: StoreApp[] = [];
+    for (const id of chosen) {
+      const under = await factoryOf(STORES, 'store', id)(settings.connections);
+      opened.push(under);
+      console.log(`[bench:stores] ${under.name} (${under.durability})`);
+      apps.push(await prepareStore(under));
+    }
+    const results = await measureStores(apps, settings);
+    return { table: table(results), results };
+  },
+  () => closeEach(opened),
+);

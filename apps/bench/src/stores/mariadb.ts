@@ -2,7 +2,7 @@
 import type { IdempotencyStore } from '@idem/idempotency';
 import { createMariadbIdempotencyStore, mariadbIdempotencyKeysSchema } from '@idem/idempotency/mariadb';
 import { createMariadbPrismaClient, createScratchMariadb } from '@idem/mariadb-test-db';
-import type { StoreFactory } from './store-under-test.ts';
+import { onScratchDatabase, type StoreFactory } from './store-under-test.ts';
 
 export const mariadbStore: StoreFactory = async (connections) => {
   const scratch = await createScratchMariadb('idem_bench_stores');
@@ -11,13 +11,9 @@ export const mariadbStore: StoreFactory = async (connections) => {
   const [settings] = await db.$queryRawUnsafe<Array<{ version: string; flush: bigint; binlog: bigint }>>(
     'SELECT VERSION() AS version, @@innodb_flush_log_at_trx_commit AS flush, @@log_bin AS binlog',
   );
-  return {
+  return onScratchDatabase(db, () => scratch.drop(), {
     name: `MariaDB ${settings?.version.split('-')[0] ?? '?'}`,
     durability: `innodb_flush_log_at_trx_commit=${settings?.flush}, log_bin=${settings?.binlog}`,
     store: createMariadbIdempotencyStore(db) as IdempotencyStore<unknown>,
-    async close() {
-      await db.$disconnect();
-      await scratch.drop();
-    },
-  };
+  });
 };

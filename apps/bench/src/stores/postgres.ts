@@ -3,7 +3,7 @@ import { createPrismaClient } from '@idem/db';
 import type { IdempotencyStore } from '@idem/idempotency';
 import { createPrismaIdempotencyStore, idempotencyKeysSchema } from '@idem/idempotency/prisma';
 import { createDatabase, dropDatabase, scratchDatabaseName, useExternalServer } from '../repository.ts';
-import type { StoreFactory } from './store-under-test.ts';
+import { onScratchDatabase, type StoreFactory } from './store-under-test.ts';
 
 export const postgresStore: StoreFactory = async (connections) => {
   const server = await useExternalServer(process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432');
@@ -15,13 +15,9 @@ export const postgresStore: StoreFactory = async (connections) => {
     `select current_setting('server_version') as version, current_setting('fsync') as fsync,
             current_setting('synchronous_commit') as commit`,
   );
-  return {
+  return onScratchDatabase(db, () => dropDatabase(server.adminUrl, name), {
     name: `PostgreSQL ${settings?.version.split(' ')[0] ?? '?'}`,
     durability: `fsync=${settings?.fsync}, synchronous_commit=${settings?.commit}`,
     store: createPrismaIdempotencyStore(db) as IdempotencyStore<unknown>,
-    async close() {
-      await db.$disconnect();
-      await dropDatabase(server.adminUrl, name);
-    },
-  };
+  });
 };

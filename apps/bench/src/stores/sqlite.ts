@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createSqlitePrismaClient } from '@idem/db-sqlite';
 import type { IdempotencyStore } from '@idem/idempotency';
 import { createSqliteIdempotencyStore, sqliteIdempotencyKeysSchema } from '@idem/idempotency/sqlite';
-import type { StoreFactory } from './store-under-test.ts';
+import { onScratchDatabase, type StoreFactory } from './store-under-test.ts';
 
 export const sqliteStore: StoreFactory = async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'idem-bench-sqlite-'));
@@ -21,13 +21,10 @@ export const sqliteStore: StoreFactory = async () => {
   );
   const synchronous =
     ['OFF', 'NORMAL', 'FULL', 'EXTRA'][Number(settings?.synchronous)] ?? String(settings?.synchronous);
-  return {
+  const removeFile = async () => rmSync(dir, { recursive: true, force: true });
+  return onScratchDatabase(db, removeFile, {
     name: `SQLite ${settings?.version ?? '?'}`,
     durability: `journal_mode=wal, synchronous=${synchronous}, one connection (better-sqlite3 adapter), file on ${os.tmpdir()}`,
     store: createSqliteIdempotencyStore(db) as IdempotencyStore<unknown>,
-    async close() {
-      await db.$disconnect();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  });
 };

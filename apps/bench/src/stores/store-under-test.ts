@@ -13,3 +13,21 @@ export interface StoreUnderTest {
 
 /** Creates a scratch database with the library's key table, and a store on a pool of `connections`. */
 export type StoreFactory = (connections: number) => Promise<StoreUnderTest>;
+
+/**
+ * A store under test whose key table lives in a scratch database (a server's, or a file) that `drop` removes:
+ * closing disconnects `db` first, since the database cannot go while its connections are open.
+ */
+export function onScratchDatabase(
+  db: { $disconnect(): Promise<void> },
+  drop: () => Promise<void>,
+  described: Omit<StoreUnderTest, 'close'>,
+): StoreUnderTest {
+  return {
+    ...described,
+    async close() {
+      await db.$disconnect();
+      await drop();
+    },
+  };
+}
