@@ -11,6 +11,7 @@ import { log } from './log.ts';
 import type { BenchOptions } from './options.ts';
 import { formatPeersReport } from './peers/report.ts';
 import type { PeersResult, PeersSkipped } from './peers/results.ts';
+import { writeVersusRedis } from './peers/versus-redis.ts';
 import { repoRoot } from './repository.ts';
 import * as checkout from './sections/checkout.ts';
 import type { Skipped } from './sections/context.ts';
@@ -90,6 +91,8 @@ export function writeReport(results: BenchResults, options: BenchOptions, condit
   if ('skipped' in results.floor) console.log(`pgbench floor skipped: ${results.floor.skipped}`);
   if (failures > 0) console.log(`WARNING: ${failures} non-2xx responses or connection errors during P1–P3`);
   console.log(`\nPeers on the same handler:\n\n${formatPeersReport(results.peers)}`);
+  const versusRedis =
+    'skipped' in results.peers ? null : writeVersusRedis(results.peers, `${quick}pnpm bench`);
 
   const json = {
     date,
@@ -119,6 +122,8 @@ export function writeReport(results: BenchResults, options: BenchOptions, condit
     jobDedupe: results.jobs,
     clientSize: results.clientSize,
     peers: results.peers,
+    // Issue 32's table and targets, from the peers' rounds (null when the peers section did not run).
+    peersVersusRedis: versusRedis,
     // This run's storage section, or (BENCH_STORAGE=0, or it failed) the one the last run left in the file.
     storage: results.storage.results,
     ...(results.storage.notRun === null ? {} : { storageNotRun: results.storage.notRun }),
@@ -133,5 +138,5 @@ export function writeReport(results: BenchResults, options: BenchOptions, condit
     ),
   );
   writeSummaryIntoBenchmarks(markdown);
-  log('wrote docs/bench-results.json, docs/bench-chart.svg and the summary in docs/BENCHMARKS.md');
+  log('wrote docs/bench-results.json, docs/bench-chart.svg and the summaries in docs/BENCHMARKS.md');
 }

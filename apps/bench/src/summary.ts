@@ -163,16 +163,19 @@ export function tableCell(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ').replaceAll('|', '\\|');
 }
 
-/** Replaces the generated block of docs/BENCHMARKS.md (or adds it after the title when it is missing). */
-export function writeSummaryIntoBenchmarks(markdown: string): void {
+/**
+ * Replaces a generated block of docs/BENCHMARKS.md, the one between `markers` (issue 14's summary by default), or
+ * adds it after the title when it is missing.
+ */
+export function writeSummaryIntoBenchmarks(markdown: string, markers = { start: START, end: END }): void {
   const file = path.join(repoRoot, 'docs/BENCHMARKS.md');
   const text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n';
-  const block = `${START}\n${markdown}\n${END}`;
-  const start = text.indexOf(START);
-  const end = text.indexOf(END);
+  const block = `${markers.start}\n${markdown}\n${markers.end}`;
+  const start = text.indexOf(markers.start);
+  const end = text.indexOf(markers.end);
   const next =
     start >= 0 && end > start
-      ? `${text.slice(0, start)}${block}${text.slice(end + END.length)}`
+      ? `${text.slice(0, start)}${block}${text.slice(end + markers.end.length)}`
       : text.replace(/^# .*\n/, (title) => `${title}\n${block}\n`);
   writeFileSync(file, next);
 }

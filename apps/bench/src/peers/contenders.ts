@@ -11,6 +11,7 @@ import type { ServerName } from './server-names.ts';
 export const armIds = [
   'none',
   'trpc',
+  'trpc-noop',
   'idem',
   'idem-replay-cache',
   'node-idempotency',
@@ -45,6 +46,14 @@ export const arms: Record<ArmId, Arm> = {
     label: 'none (tRPC standalone)',
     server: 'idem',
     path: '/bench.unprotected',
+    baseline: null,
+    store: '–',
+  },
+  'trpc-noop': {
+    id: 'trpc-noop',
+    label: 'tRPC route with no work (the floor of any tRPC answer)',
+    server: 'idem',
+    path: '/bench.noop',
     baseline: null,
     store: '–',
   },
@@ -104,11 +113,14 @@ export const arms: Record<ArmId, Arm> = {
  */
 export const armGroups: ArmId[][] = [
   ['none', 'node-idempotency', 'powertools'],
-  ['trpc', 'idem', 'idem-replay-cache'],
+  ['trpc', 'idem', 'idem-replay-cache', 'trpc-noop'],
   ['express', 'express-idempotency'],
 ];
 
 export const protectedArmIds = armIds.filter((id) => arms[id].baseline !== null);
+
+/** The peers that keep their records in Redis: the ones issue 32 measures Idem against. */
+export const redisPeerIds = ['node-idempotency', 'powertools'] as const satisfies readonly ArmId[];
 
 export const variantIds = [
   'idem',

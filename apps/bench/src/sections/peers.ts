@@ -6,7 +6,7 @@
  */
 import { log } from '../log.ts';
 import type { BenchOptions } from '../options.ts';
-import { type ArmId, arms } from '../peers/contenders.ts';
+import { type ArmId, armIds, arms, redisPeerIds } from '../peers/contenders.ts';
 import type { PeersResult, PeersSkipped } from '../peers/results.ts';
 import { runPeerBench } from '../peers/run-peers.ts';
 import { messageOf } from '../repository.ts';
@@ -18,7 +18,7 @@ export const name = 'peers';
 
 export function plannedSeconds({ peers }: BenchOptions): number {
   if (!peers) return 0;
-  const round = 7 * (peers.p1Seconds + peers.p2Seconds) + (4 * peers.replayKeys * 5) / 1000 + 6;
+  const round = armIds.length * (peers.p1Seconds + peers.p2Seconds) + (4 * peers.replayKeys * 5) / 1000 + 6;
   return 15 + peers.runs * round;
 }
 
@@ -31,8 +31,6 @@ export async function run({ options, stack, progress }: SectionContext): Promise
     verbose: options.verbose,
   }).catch((error: unknown) => ({ skipped: messageOf(error) }));
 }
-
-const REDIS_PEERS = ['node-idempotency', 'powertools'] as const;
 
 export function figures(peers: PeersResult | PeersSkipped): Figure[] {
   if ('skipped' in peers) return [];
@@ -50,12 +48,12 @@ export function figures(peers: PeersResult | PeersSkipped): Figure[] {
   // is meaningless in a round where the peer's added cost is within noise of zero or below it.
   const idemAdded = median(peers.rounds.map((round) => added(round, 'idem')));
   const bestAdded = median(
-    peers.rounds.map((round) => Math.min(...REDIS_PEERS.map((id) => added(round, id)))),
+    peers.rounds.map((round) => Math.min(...redisPeerIds.map((id) => added(round, id)))),
   );
   const p4 = bestAdded > 0 ? idemAdded / bestAdded : Number.NaN;
-  const redisRatios = REDIS_PEERS.map(
-    (id) => `${arms[id].label} ${peers.arms.find((arm) => arm.id === id)?.p1Ratio?.toFixed(2) ?? '?'}`,
-  ).join(', ');
+  const redisRatios = redisPeerIds
+    .map((id) => `${arms[id].label} ${peers.arms.find((arm) => arm.id === id)?.p1Ratio?.toFixed(2) ?? '?'}`)
+    .join(', ');
   return [
     figure({
       id: 'peers',
@@ -70,7 +68,7 @@ export function figures(peers: PeersResult | PeersSkipped): Figure[] {
       value: p4,
       // Per round: the round's own ratio (NaN when the best peer's added cost was ≤ 0 in that round).
       runs: peers.rounds.map((round) => {
-        const best = Math.min(...REDIS_PEERS.map((id) => added(round, id)));
+        const best = Math.min(...redisPeerIds.map((id) => added(round, id)));
         return best > 0 ? added(round, 'idem') / best : Number.NaN;
       }),
       detail: `Idem ${signedMs(idemAdded)} vs the best Redis peer ${signedMs(bestAdded)} (median over the rounds of each one's p50 minus its own framework's unprotected p50; n/a when the peer's is ≤ 0, i.e. noise); the spread: each round's own ratio`,

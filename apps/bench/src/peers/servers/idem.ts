@@ -1,8 +1,9 @@
 /**
  * (b) Idem, outside Next: `@idem/idempotency/trpc` `transactional()` on a tRPC standalone server, with the Prisma
  * store. `bench.protected` and `bench.unprotected` run the same handler; the only difference is the middleware
- * (the claim, the handler's insert and the stored result commit in ONE transaction). No transformer on this
- * router, so the idempotency layer gets the identity transformer (its replay is then byte-identical JSON).
+ * (the claim, the handler's insert and the stored result commit in ONE transaction). `bench.noop` runs no handler:
+ * the floor of any answer on this server. No transformer on this router, so the idempotency layer gets the
+ * identity transformer (its replay is then byte-identical JSON).
  */
 import type { Database } from '@idem/db';
 import { createReplayCache, type IdempotencyOptions } from '@idem/idempotency';
@@ -57,6 +58,8 @@ function createBenchRouter(db: Database, fastPath: object) {
   return t.router({
     bench: t.router({
       unprotected: t.procedure.input(benchInput).mutation(({ input }) => runEffect(db, input.n)),
+      // The same input parsed and answered with no database work: the floor of any answer on this server.
+      noop: t.procedure.input(benchInput).mutation(({ input }) => ({ n: input.n })),
       protected: t.procedure
         .concat(idempotency.transactional())
         .input(benchInput)
