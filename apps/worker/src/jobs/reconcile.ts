@@ -33,6 +33,7 @@ import {
   recordPayment,
 } from '@idem/payments';
 import type { Logger } from '../log.ts';
+import { forEachInKeysetPages, NIL_UUID } from './keyset-pages.ts';
 import {
   type StrandedPaidDeps,
   type StrandedPaidOptions,
@@ -249,6 +250,12 @@ export interface LateChargeDeps {
   log: Logger;
 }
 
+/** An order the reconciler gave up (`abandoned`), and when: the late-charge sweep's key. */
+interface GivenUpOrder {
+  id: string;
+  reconciled_at: Date;
+}
+
 export interface LateChargeSummary {
   /** Given-up orders asked about. */
   checked: number;
@@ -273,19 +280,19 @@ export async function refundLateCharges(
   // The window's start is fixed once per run, so a page boundary never moves while the run pages.
   const [{ since } = { since: new Date() }] = await deps.db.$queryRaw<Array<{ since: Date }>>`
     select now() - make_interval(secs => ${windowSeconds}) as since`;
-  let cursor = { at: since, id: '00000000-0000-0000-0000-000000000000' };
-  for (;;) {
-    const page: Array<{ id: string; reconciled_at: Date }> = await deps.db.$queryRaw`
+  await forEachInKeysetPages({
+    start: { at: since, id: NIL_UUID },
+    pageSize: batchSize,
+    readPage: (after) => deps.db.$queryRaw<GivenUpOrder[]>`
       select id::text, reconciled_at from orders
        where status = 'payment_failed' and reconciled_outcome = ${ReconcileOutcome.abandoned}
-         and (reconciled_at, id) > (${cursor.at}, ${cursor.id}::uuid)
+         and (reconciled_at, id) > (${after.at}, ${after.id}::uuid)
        order by reconciled_at, id
-       limit ${batchSize}`;
-    for (const { id } of page) await refundLateChargesOf(deps, id, summary);
-    const last = page.at(-1);
-    if (!last || page.length < batchSize) return summary;
-    cursor = { at: last.reconciled_at, id: last.id };
-  }
+       limit ${batchSize}`,
+    keyOf: (order) => ({ at: order.reconciled_at, id: order.id }),
+    visit: ({ id }) => refundLateChargesOf(deps, id, summary),
+  });
+  return summary;
 }
 
 async function refundLateChargesOf(deps: LateChargeDeps, id: string, summary: LateChargeSummary) {
