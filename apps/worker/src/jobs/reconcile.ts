@@ -68,6 +68,16 @@ export interface ReconcileOptions {
   lateChargeWindowSeconds?: number;
 }
 
+/** The options with their defaults (each documented above) in place of the ones not given. */
+function reconcileSettings(options: ReconcileOptions): Required<ReconcileOptions> {
+  return {
+    settleAfterSeconds: options.settleAfterSeconds ?? 300,
+    batchSize: options.batchSize ?? 100,
+    anomalyRecheckSeconds: options.anomalyRecheckSeconds ?? 3_600,
+    lateChargeWindowSeconds: options.lateChargeWindowSeconds ?? 3_600,
+  };
+}
+
 export const ReconcileOutcome = {
   paid: 'paid',
   paymentFailed: 'payment_failed',
@@ -109,7 +119,7 @@ export async function reconcilePendingOrders(
   deps: ReconcileDeps,
   options: ReconcileOptions = {},
 ): Promise<ReconcileSummary> {
-  const settleAfterSeconds = options.settleAfterSeconds ?? 300;
+  const { settleAfterSeconds, anomalyRecheckSeconds, batchSize } = reconcileSettings(options);
   const summary: ReconcileSummary = {
     settled: { paid: 0, payment_failed: 0, abandoned: 0 },
     skipped: 0,
@@ -123,9 +133,9 @@ export async function reconcilePendingOrders(
      where status = 'pending'
        and coalesce(charge_attempted_at, created_at) < now() - make_interval(secs => ${settleAfterSeconds})
        and (reconciled_at is null
-            or reconciled_at < now() - make_interval(secs => ${options.anomalyRecheckSeconds ?? 3_600}))
+            or reconciled_at < now() - make_interval(secs => ${anomalyRecheckSeconds}))
      order by reconciled_at nulls first, coalesce(charge_attempted_at, created_at), id
-     limit ${options.batchSize ?? 100}`;
+     limit ${batchSize}`;
 
   for (const order of candidates) {
     try {
@@ -275,11 +285,10 @@ export async function refundLateCharges(
   options: ReconcileOptions = {},
 ): Promise<LateChargeSummary> {
   const summary: LateChargeSummary = { checked: 0, refunded: 0, unavailable: 0 };
-  const windowSeconds = options.lateChargeWindowSeconds ?? 3_600;
-  const batchSize = options.batchSize ?? 100;
+  const { lateChargeWindowSeconds, batchSize } = reconcileSettings(options);
   // The window's start is fixed once per run, so a page boundary never moves while the run pages.
   const [{ since } = { since: new Date() }] = await deps.db.$queryRaw<Array<{ since: Date }>>`
-    select now() - make_interval(secs => ${windowSeconds}) as since`;
+    select now() - make_interval(secs => ${lateChargeWindowSeconds}) as since`;
   await forEachInKeysetPages({
     start: { at: since, id: NIL_UUID },
     pageSize: batchSize,
