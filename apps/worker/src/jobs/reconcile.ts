@@ -33,6 +33,7 @@ import {
   recordPayment,
 } from '@idem/payments';
 import type { Logger } from '../log.ts';
+import { forEachInKeysetPages, NIL_UUID } from './keyset-pages.ts';
 import {
   type StrandedPaidDeps,
   type StrandedPaidOptions,
@@ -65,6 +66,16 @@ export interface ReconcileOptions {
    * 10 s, the wait before giving up was 300 s).
    */
   lateChargeWindowSeconds?: number;
+}
+
+/** The options with their defaults (each documented above) in place of the ones not given. */
+function reconcileSettings(options: ReconcileOptions): Required<ReconcileOptions> {
+  return {
+    settleAfterSeconds: options.settleAfterSeconds ?? 300,
+    batchSize: options.batchSize ?? 100,
+    anomalyRecheckSeconds: options.anomalyRecheckSeconds ?? 3_600,
+    lateChargeWindowSeconds: options.lateChargeWindowSeconds ?? 3_600,
+  };
 }
 
 export const ReconcileOutcome = {
@@ -108,7 +119,7 @@ export async function reconcilePendingOrders(
   deps: ReconcileDeps,
   options: ReconcileOptions = {},
 ): Promise<ReconcileSummary> {
-  const settleAfterSeconds = options.settleAfterSeconds ?? 300;
+  const { settleAfterSeconds, anomalyRecheckSeconds, batchSize } = reconcileSettings(options);
   const summary: ReconcileSummary = {
     settled: { paid: 0, payment_failed: 0, abandoned: 0 },
     skipped: 0,
@@ -122,9 +133,9 @@ export async function reconcilePendingOrders(
      where status = 'pending'
        and coalesce(charge_attempted_at, created_at) < now() - make_interval(secs => ${settleAfterSeconds})
        and (reconciled_at is null
-            or reconciled_at < now() - make_interval(secs => ${options.anomalyRecheckSeconds ?? 3_600}))
+            or reconciled_at < now() - make_interval(secs => ${anomalyRecheckSeconds}))
      order by reconciled_at nulls first, coalesce(charge_attempted_at, created_at), id
-     limit ${options.batchSize ?? 100}`;
+     limit ${batchSize}`;
 
   for (const order of candidates) {
     try {
@@ -249,6 +260,12 @@ export interface LateChargeDeps {
   log: Logger;
 }
 
+/** An order the reconciler gave up (`abandoned`), and when: the late-charge sweep's key. */
+interface GivenUpOrder {
+  id: string;
+  reconciled_at: Date;
+}
+
 export interface LateChargeSummary {
   /** Given-up orders asked about. */
   checked: number;
@@ -268,24 +285,23 @@ export async function refundLateCharges(
   options: ReconcileOptions = {},
 ): Promise<LateChargeSummary> {
   const summary: LateChargeSummary = { checked: 0, refunded: 0, unavailable: 0 };
-  const windowSeconds = options.lateChargeWindowSeconds ?? 3_600;
-  const batchSize = options.batchSize ?? 100;
+  const { lateChargeWindowSeconds, batchSize } = reconcileSettings(options);
   // The window's start is fixed once per run, so a page boundary never moves while the run pages.
   const [{ since } = { since: new Date() }] = await deps.db.$queryRaw<Array<{ since: Date }>>`
-    select now() - make_interval(secs => ${windowSeconds}) as since`;
-  let cursor = { at: since, id: '00000000-0000-0000-0000-000000000000' };
-  for (;;) {
-    const page: Array<{ id: string; reconciled_at: Date }> = await deps.db.$queryRaw`
+    select now() - make_interval(secs => ${lateChargeWindowSeconds}) as since`;
+  await forEachInKeysetPages({
+    start: { at: since, id: NIL_UUID },
+    pageSize: batchSize,
+    readPage: (after) => deps.db.$queryRaw<GivenUpOrder[]>`
       select id::text, reconciled_at from orders
        where status = 'payment_failed' and reconciled_outcome = ${ReconcileOutcome.abandoned}
-         and (reconciled_at, id) > (${cursor.at}, ${cursor.id}::uuid)
+         and (reconciled_at, id) > (${after.at}, ${after.id}::uuid)
        order by reconciled_at, id
-       limit ${batchSize}`;
-    for (const { id } of page) await refundLateChargesOf(deps, id, summary);
-    const last = page.at(-1);
-    if (!last || page.length < batchSize) return summary;
-    cursor = { at: last.reconciled_at, id: last.id };
-  }
+       limit ${batchSize}`,
+    keyOf: (order) => ({ at: order.reconciled_at, id: order.id }),
+    visit: ({ id }) => refundLateChargesOf(deps, id, summary),
+  });
+  return summary;
 }
 
 async function refundLateChargesOf(deps: LateChargeDeps, id: string, summary: LateChargeSummary) {

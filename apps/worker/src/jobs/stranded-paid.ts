@@ -15,6 +15,7 @@
 import { incrementCounter, WorkerCounter } from '@idem/contracts';
 import type { Database, Prisma } from '@idem/db';
 import type { Logger } from '../log.ts';
+import { forEachInKeysetPages, NIL_UUID } from './keyset-pages.ts';
 
 export interface StrandedPaidOptions {
   /**
@@ -54,16 +55,18 @@ export async function shipStrandedPaidOrders(
   const shipAfterSeconds = options.shipAfterSeconds ?? 300;
   const batchSize = options.batchSize ?? 100;
   const summary: StrandedPaidSummary = { checked: 0, requeued: 0, failed: 0 };
-  let after = '00000000-0000-0000-0000-000000000000';
-  for (;;) {
-    const page = await deps.db.$queryRaw<Array<{ id: string }>>`
+  await forEachInKeysetPages({
+    start: NIL_UUID,
+    pageSize: batchSize,
+    readPage: (after) => deps.db.$queryRaw<Array<{ id: string }>>`
       select o.id::text from orders o
         join payments p on p.order_id = o.id and p.status = 'succeeded'
        where o.status = 'paid' and o.id > ${after}::uuid
          and p.created_at < now() - make_interval(secs => ${shipAfterSeconds})
        order by o.id
-       limit ${batchSize}`;
-    for (const { id } of page) {
+       limit ${batchSize}`,
+    keyOf: (order) => order.id,
+    visit: async ({ id }) => {
       summary.checked += 1;
       try {
         if (await requeueIfStranded(deps, id)) {
@@ -76,11 +79,9 @@ export async function shipStrandedPaidOrders(
         summary.failed += 1;
         deps.log.error(`ship ${id}: could not queue its fulfilment; next run retries`, error);
       }
-    }
-    const last = page.at(-1);
-    if (!last || page.length < batchSize) return summary;
-    after = last.id;
-  }
+    },
+  });
+  return summary;
 }
 
 async function requeueIfStranded(deps: StrandedPaidDeps, orderId: string): Promise<boolean> {

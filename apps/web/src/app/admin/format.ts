@@ -20,6 +20,11 @@ export function formatRelative(value: Date, now: number): string {
   return seconds >= 0 ? `in ${text}` : `${text} ago`;
 }
 
+/** "1 charge" / "3 charges": a count and its noun, in the plural unless the count is one. */
+export function countOf(count: number, noun: string, plural = `${noun}s`): string {
+  return `${count} ${count === 1 ? noun : plural}`;
+}
+
 export function shortHash(value: string, length = 12): string {
   return value.trim().slice(0, length);
 }

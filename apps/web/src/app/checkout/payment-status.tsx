@@ -1,5 +1,6 @@
 import type { IdempotentMutationState } from '@idem/idempotency/react';
 import Link from 'next/link';
+import type { ReactNode } from 'react';
 import type { PaymentStateName } from './payment-announcement';
 
 /** What the Pay button says in each state of the payment (the live region under it says the rest). */
@@ -64,36 +65,83 @@ function StartOverButton({ disabled, onClick }: { disabled: boolean; onClick: ()
   );
 }
 
+/** The colours of a notice: amber for a payment that needs the customer, sky for one that only needs patience. */
+const NOTICE_TONES = {
+  amber: { frame: 'border-amber-300 bg-amber-50', title: 'text-amber-900' },
+  sky: { frame: 'border-sky-300 bg-sky-50', title: 'text-sky-900' },
+} as const;
+
+/** The frame every payment notice shares: a tinted panel, its title in bold, then what the state adds. */
+function Notice({
+  testId,
+  tone,
+  title,
+  children,
+}: {
+  testId: string;
+  tone: keyof typeof NOTICE_TONES;
+  title: string;
+  children: ReactNode;
+}) {
+  const colours = NOTICE_TONES[tone];
+  return (
+    <div data-testid={testId} className={`mt-4 rounded-lg border ${colours.frame} p-4 text-sm`}>
+      <p className={`font-semibold ${colours.title}`}>{title}</p>
+      {children}
+    </div>
+  );
+}
+
+/** The link to the order an unresolved payment turned out to have placed. */
+function PlacedOrderLine({ testId, orderId }: { testId: string; orderId: string }) {
+  return (
+    <p className="mt-1 text-amber-900" data-testid={testId}>
+      It placed an order:{' '}
+      <Link href={`/orders/${orderId}`} className="font-medium underline">
+        view your order
+      </Link>
+      .
+    </p>
+  );
+}
+
+/** What the customer may do about a payment whose outcome is unknown: ask again (safe), or start over. */
+interface CheckOrStartOverProps {
+  busy: boolean;
+  onCheck: () => void;
+  onStartOver: () => void;
+}
+
+/** The two actions side by side; both wait while a check is under way. */
+function CheckOrStartOver({
+  checkLabel,
+  busy,
+  onCheck,
+  onStartOver,
+}: CheckOrStartOverProps & { checkLabel: string }) {
+  return (
+    <div className="mt-3 flex flex-wrap gap-3">
+      <CheckButton busy={busy} onClick={onCheck}>
+        {checkLabel}
+      </CheckButton>
+      <StartOverButton disabled={busy} onClick={onStartOver} />
+    </div>
+  );
+}
+
 /**
  * An earlier attempt was sent and its outcome never arrived. Nothing new is charged from here: checking re-sends
  * the ORIGINAL payment with its original key (the server answers with what happened, or runs it once), and only
  * an explicit "start a new purchase" gives a new key.
  */
-function InDoubt({
-  busy,
-  onCheck,
-  onStartOver,
-}: {
-  busy: boolean;
-  onCheck: () => void;
-  onStartOver: () => void;
-}) {
+function InDoubt(actions: CheckOrStartOverProps) {
   return (
-    <div
-      data-testid="payment-in-doubt"
-      className="mt-4 rounded-lg border border-amber-300 bg-amber-50 p-4 text-sm"
-    >
-      <p className="font-semibold text-amber-900">We could not confirm your last payment.</p>
+    <Notice testId="payment-in-doubt" tone="amber" title="We could not confirm your last payment.">
       <p className="mt-1 text-amber-900">
         It may or may not have gone through. Checking is safe: you will never be charged twice for it.
       </p>
-      <div className="mt-3 flex flex-wrap gap-3">
-        <CheckButton busy={busy} onClick={onCheck}>
-          Check payment status
-        </CheckButton>
-        <StartOverButton disabled={busy} onClick={onStartOver} />
-      </div>
-    </div>
+      <CheckOrStartOver checkLabel="Check payment status" {...actions} />
+    </Notice>
   );
 }
 
@@ -102,23 +150,9 @@ function InDoubt({
  * still being worked out. The key is kept, so nothing here can charge a second time; starting over is the
  * customer's explicit choice, after looking at their orders.
  */
-function StillChecking({
-  outcome,
-  busy,
-  onCheck,
-  onStartOver,
-}: {
-  outcome: IntentOutcome;
-  busy: boolean;
-  onCheck: () => void;
-  onStartOver: () => void;
-}) {
+function StillChecking({ outcome, ...actions }: CheckOrStartOverProps & { outcome: IntentOutcome }) {
   return (
-    <div
-      data-testid="payment-still-checking"
-      className="mt-4 rounded-lg border border-amber-300 bg-amber-50 p-4 text-sm"
-    >
-      <p className="font-semibold text-amber-900">This payment is still being checked.</p>
+    <Notice testId="payment-still-checking" tone="amber" title="This payment is still being checked.">
       <p className="mt-1 text-amber-900">
         We could not match it with what we have on record yet. You will not be charged again from this page.
         Look at{' '}
@@ -128,21 +162,10 @@ function StillChecking({
         before starting a new purchase.
       </p>
       {outcome.kind === 'order' && (
-        <p className="mt-1 text-amber-900" data-testid="unresolved-intent-order">
-          It placed an order:{' '}
-          <Link href={`/orders/${outcome.orderId}`} className="font-medium underline">
-            view your order
-          </Link>
-          .
-        </p>
+        <PlacedOrderLine testId="unresolved-intent-order" orderId={outcome.orderId} />
       )}
-      <div className="mt-3 flex flex-wrap gap-3">
-        <CheckButton busy={busy} onClick={onCheck}>
-          Check again
-        </CheckButton>
-        <StartOverButton disabled={busy} onClick={onStartOver} />
-      </div>
-    </div>
+      <CheckOrStartOver checkLabel="Check again" {...actions} />
+    </Notice>
   );
 }
 
@@ -159,22 +182,12 @@ export type IntentOutcome =
  */
 function Expired({ outcome, onStartOver }: { outcome: IntentOutcome; onStartOver: () => void }) {
   return (
-    <div
-      data-testid="payment-expired"
-      className="mt-4 rounded-lg border border-amber-300 bg-amber-50 p-4 text-sm"
-    >
-      <p className="font-semibold text-amber-900">Your last payment attempt is too old to retry.</p>
+    <Notice testId="payment-expired" tone="amber" title="Your last payment attempt is too old to retry.">
       {outcome.kind === 'checking' && (
         <p className="mt-1 text-amber-900">Checking what happened to your order…</p>
       )}
       {outcome.kind === 'order' && (
-        <p className="mt-1 text-amber-900" data-testid="expired-intent-order">
-          It placed an order:{' '}
-          <Link href={`/orders/${outcome.orderId}`} className="font-medium underline">
-            view your order
-          </Link>
-          .
-        </p>
+        <PlacedOrderLine testId="expired-intent-order" orderId={outcome.orderId} />
       )}
       {outcome.kind === 'none' && (
         <p className="mt-1 text-amber-900" data-testid="expired-intent-no-order">
@@ -185,7 +198,7 @@ function Expired({ outcome, onStartOver }: { outcome: IntentOutcome; onStartOver
       <div className="mt-3">
         <StartOverButton disabled={outcome.kind === 'checking'} onClick={onStartOver} />
       </div>
-    </div>
+    </Notice>
   );
 }
 
@@ -195,15 +208,11 @@ function Expired({ outcome, onStartOver }: { outcome: IntentOutcome; onStartOver
  */
 function InOtherTab() {
   return (
-    <div
-      data-testid="payment-in-other-tab"
-      className="mt-4 rounded-lg border border-sky-300 bg-sky-50 p-4 text-sm"
-    >
-      <p className="font-semibold text-sky-900">This cart is being paid for in another tab.</p>
+    <Notice testId="payment-in-other-tab" tone="sky" title="This cart is being paid for in another tab.">
       <p className="mt-1 text-sky-900">
         Wait for it to finish: this page follows it, and you will be charged once.
       </p>
-    </div>
+    </Notice>
   );
 }
 

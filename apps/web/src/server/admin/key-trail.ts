@@ -19,6 +19,7 @@ import { env } from '~/env';
 import type { KeyRef } from '~/lib/key-ref';
 import { brokerFulfilmentMessages, jobQueue } from '../jobs.ts';
 import { logger } from '../observability/log.ts';
+import { orderSummaryOf, shipmentViewOf } from '../services/order-view.ts';
 import { orderIdForIntent } from '../services/place-order.ts';
 import { type KeyView, keyOperations, toKeyView } from './key-rows.ts';
 import { ORDER_PROCEDURE } from './key-search.ts';
@@ -190,12 +191,7 @@ export async function getKeyTrail(
     orderId,
     order: order
       ? {
-          id: order.id,
-          status: order.status,
-          email: order.email,
-          totalCents: order.totalCents,
-          currency: order.currency,
-          createdAt: order.createdAt,
+          ...orderSummaryOf(order),
           items: order.items.map((item) => ({ sku: item.sku, name: item.name, quantity: item.quantity })),
           chargeAttemptedAt: order.chargeAttemptedAt,
           reconciled:
@@ -216,9 +212,7 @@ export async function getKeyTrail(
       : null,
     provider,
     jobs,
-    shipment: order?.shipment
-      ? { carrier: order.shipment.carrier, createdAt: order.shipment.createdAt }
-      : null,
+    shipment: shipmentViewOf(order?.shipment ?? null),
     emails: (order?.emails ?? [])
       .map((email) => ({
         kind: email.kind,

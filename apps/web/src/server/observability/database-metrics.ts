@@ -6,65 +6,11 @@
 
 import { PersistedCounter } from '@idem/contracts';
 import type { Database } from '@idem/db';
-import { DEFAULT_IDEMPOTENCY_TABLE } from '@idem/idempotency/prisma';
 import { countOrdersPastTheirTime } from '@idem/payments';
-import type { Counter } from 'prom-client';
 import { keyOperations } from '../admin/key-rows.ts';
 import { logger } from './log.ts';
-import { metrics } from './metrics.ts';
+import { metrics, PERSISTED_COUNTER_KEYS, PERSISTED_COUNTER_METRICS } from './metrics.ts';
 import { sharedRead } from './shared-read.ts';
-
-interface CounterBinding {
-  metric: Counter<string>;
-  /** The Prometheus label the stored `label` column maps to; null for a counter without labels. */
-  labelName: string | null;
-  /** Series shown at 0 before anything happened, so dashboards and alerts have them from the start. */
-  knownLabels: string[];
-}
-
-const bindings: Record<string, CounterBinding> = {
-  [PersistedCounter.cleanupRuns]: { metric: metrics.cleanupRuns, labelName: null, knownLabels: [''] },
-  [PersistedCounter.cleanupRowsRemoved]: {
-    metric: metrics.cleanupRowsRemoved,
-    labelName: 'table',
-    knownLabels: [DEFAULT_IDEMPOTENCY_TABLE, 'processed_events'],
-  },
-  [PersistedCounter.webhookDuplicatesDropped]: {
-    metric: metrics.webhookDuplicatesDropped,
-    labelName: 'source',
-    knownLabels: ['provider'],
-  },
-  [PersistedCounter.webhookChargeAnomalies]: {
-    metric: metrics.webhookChargeAnomalies,
-    labelName: 'reason',
-    knownLabels: ['amount_mismatch', 'currency_mismatch', 'other_charge', 'paid_after_cancel'],
-  },
-  [PersistedCounter.ordersReconciled]: {
-    metric: metrics.ordersReconciled,
-    labelName: 'outcome',
-    knownLabels: ['paid', 'payment_failed', 'abandoned'],
-  },
-  [PersistedCounter.reconcileAnomalies]: {
-    metric: metrics.reconcileAnomalies,
-    labelName: null,
-    knownLabels: [''],
-  },
-  [PersistedCounter.lateChargesRefunded]: {
-    metric: metrics.lateChargesRefunded,
-    labelName: null,
-    knownLabels: [''],
-  },
-  [PersistedCounter.strandedPaidRequeued]: {
-    metric: metrics.strandedPaidRequeued,
-    labelName: null,
-    knownLabels: [''],
-  },
-  [PersistedCounter.jobDuplicatesDropped]: {
-    metric: metrics.jobDuplicatesDropped,
-    labelName: 'queue',
-    knownLabels: ['fulfilment'],
-  },
-};
 
 export interface DatabaseMetricsSnapshot {
   keysInFlight: number;
@@ -128,15 +74,18 @@ export async function refreshDatabaseMetrics(
   metrics.leasesExpired.set(snapshot.leasesExpired);
   metrics.ordersPastTheirTime.set({ kind: 'pending_too_long' }, snapshot.ordersPastTheirTime.pending);
   metrics.ordersPastTheirTime.set({ kind: 'paid_not_shipped' }, snapshot.ordersPastTheirTime.paid);
-  for (const [name, binding] of Object.entries(bindings)) {
-    const values = new Map(binding.knownLabels.map((label) => [label, 0]));
+  // Each persisted counter from its stored rows, with its known series at 0 where nothing was stored yet.
+  for (const key of PERSISTED_COUNTER_KEYS) {
+    const { labelName, knownLabels } = PERSISTED_COUNTER_METRICS[key];
+    const metric = metrics[key];
+    const values = new Map(knownLabels.map((label) => [label, 0]));
     for (const counter of snapshot.counters) {
-      if (counter.name === name) values.set(counter.label, counter.value);
+      if (counter.name === PersistedCounter[key]) values.set(counter.label, counter.value);
     }
-    binding.metric.reset();
+    metric.reset();
     for (const [label, value] of values) {
-      if (binding.labelName === null) binding.metric.inc(value);
-      else binding.metric.inc({ [binding.labelName]: label }, value);
+      if (labelName === null) metric.inc(value);
+      else metric.inc({ [labelName]: label }, value);
     }
   }
   metrics.databaseUp.set(1);

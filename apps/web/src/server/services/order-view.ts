@@ -1,5 +1,5 @@
 /** The public shape of an order, shared by checkout, confirmation and history. */
-import type { Prisma } from '@idem/db';
+import type { Order, Prisma, Shipment } from '@idem/db';
 
 export const orderViewInclude = {
   items: { orderBy: { name: 'asc' } },
@@ -10,7 +10,13 @@ export const orderViewInclude = {
 
 type OrderWithDetails = Prisma.OrderGetPayload<{ include: typeof orderViewInclude }>;
 
-export function toOrderView(order: OrderWithDetails) {
+/**
+ * The order's own fields every view of it starts with (this view, the admin key trail): who it is for, where it
+ * stands, how much, since when. Spread first, so each view's keys keep this order.
+ */
+export function orderSummaryOf(
+  order: Pick<Order, 'id' | 'status' | 'email' | 'totalCents' | 'currency' | 'createdAt'>,
+) {
   return {
     id: order.id,
     status: order.status,
@@ -18,15 +24,24 @@ export function toOrderView(order: OrderWithDetails) {
     totalCents: order.totalCents,
     currency: order.currency,
     createdAt: order.createdAt,
+  };
+}
+
+/** The order's shipment as its views show it (carrier and when), or null before it has shipped. */
+export function shipmentViewOf(shipment: Pick<Shipment, 'carrier' | 'createdAt'> | null) {
+  return shipment ? { carrier: shipment.carrier, createdAt: shipment.createdAt } : null;
+}
+
+export function toOrderView(order: OrderWithDetails) {
+  return {
+    ...orderSummaryOf(order),
     items: order.items.map((item) => ({
       sku: item.sku,
       name: item.name,
       quantity: item.quantity,
       unitPriceCents: item.unitPriceCents,
     })),
-    shipment: order.shipment
-      ? { carrier: order.shipment.carrier, createdAt: order.shipment.createdAt }
-      : null,
+    shipment: shipmentViewOf(order.shipment),
     emails: order.emails.map((email) => ({
       kind: email.kind,
       recipient: email.recipient,

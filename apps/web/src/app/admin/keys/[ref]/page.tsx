@@ -9,12 +9,51 @@ import { requireAdminPage } from '~/server/admin-page';
 import { db } from '~/server/db';
 import { AdminHeader } from '../../admin-header';
 import { EvictionRule } from '../../eviction-rule';
-import { formatUtc } from '../../format';
+import { countOf, formatUtc } from '../../format';
 import { KeyStatusBadge } from '../../key-status-badge';
 import { TrailEvict } from './trail-evict';
 
 export const dynamic = 'force-dynamic';
 export const metadata: Metadata = { title: 'Key trail' };
+
+/** One hop of the trail: its place, its name, and what keeps a duplicate from slipping through it there. */
+interface Hop {
+  n: number;
+  title: string;
+  guard: string;
+}
+
+/** The hops a purchase passes, in order (the charge's guard names the order's own provider key). */
+const HOPS = {
+  intent: {
+    n: 1,
+    title: 'Browser intent',
+    guard: 'One key per purchase intent, kept beside the cart in localStorage and sent with every retry.',
+  },
+  request: {
+    n: 2,
+    title: 'API request — the idempotency record',
+    guard:
+      "The primary key (principal, procedure, key): one INSERT … ON CONFLICT claims it; duplicates are replayed, 409'd or 422'd.",
+  },
+  charge: (providerKey: string) => ({
+    n: 3,
+    title: 'Provider charge',
+    guard: `Charged with the key derived from the order, ${providerKey}, made before the money moves: a retried charge is the same charge.`,
+  }),
+  webhooks: {
+    n: 4,
+    title: 'Webhook events',
+    guard:
+      'Each event id is claimed in processed_events in the same transaction as its effect: a redelivery changes nothing.',
+  },
+  jobs: {
+    n: 5,
+    title: 'Jobs',
+    guard:
+      "Fulfilment is enqueued in the transaction that marks the order paid (the pay call's, the webhook's or the reconciler's); a redelivered job finds its shipment (unique order_id) and receipt (unique order_id, kind) already there.",
+  },
+} satisfies Record<string, Hop | ((providerKey: string) => Hop)>;
 
 export default async function KeyTrailPage({ params }: { params: Promise<{ ref: string }> }) {
   const admin = await requireAdminPage();
@@ -33,11 +72,7 @@ export default async function KeyTrailPage({ params }: { params: Promise<{ ref: 
         </Link>
       </p>
       <ol className="space-y-4" aria-label="Trail">
-        <Step
-          n={1}
-          title="Browser intent"
-          guard="One key per purchase intent, kept beside the cart in localStorage and sent with every retry."
-        >
+        <Step hop={HOPS.intent}>
           <Facts
             rows={[
               [
@@ -58,9 +93,7 @@ export default async function KeyTrailPage({ params }: { params: Promise<{ ref: 
         </Step>
 
         <Step
-          n={2}
-          title="API request — the idempotency record"
-          guard="The primary key (principal, procedure, key): one INSERT … ON CONFLICT claims it; duplicates are replayed, 409'd or 422'd."
+          hop={HOPS.request}
           status={trail.key ? <KeyStatusBadge status={trail.key.status} /> : <Chip tone="stone">no row</Chip>}
         >
           {trail.key ? (
@@ -133,12 +166,10 @@ function OrderSteps({ trail }: { trail: KeyTrail }) {
   return (
     <>
       <Step
-        n={3}
-        title="Provider charge"
-        guard={`Charged with the key derived from the order, ${provider?.idempotencyKey ?? 'order_<id>'}, made before the money moves: a retried charge is the same charge.`}
+        hop={HOPS.charge(provider?.idempotencyKey ?? 'order_<id>')}
         status={
           <Chip tone={chargeCount === 1 ? 'green' : chargeCount === 0 ? 'stone' : 'red'}>
-            {chargeCount} charge{chargeCount === 1 ? '' : 's'}
+            {countOf(chargeCount, 'charge')}
           </Chip>
         }
       >
@@ -193,14 +224,8 @@ function OrderSteps({ trail }: { trail: KeyTrail }) {
       </Step>
 
       <Step
-        n={4}
-        title="Webhook events"
-        guard="Each event id is claimed in processed_events in the same transaction as its effect: a redelivery changes nothing."
-        status={
-          <Chip tone="stone">
-            {provider?.events.length ?? 0} event{provider?.events.length === 1 ? '' : 's'}
-          </Chip>
-        }
+        hop={HOPS.webhooks}
+        status={<Chip tone="stone">{countOf(provider?.events.length ?? 0, 'event')}</Chip>}
       >
         {provider && provider.events.length > 0 ? (
           <ul className="space-y-2 text-sm" data-testid="webhook-events">
@@ -209,7 +234,7 @@ function OrderSteps({ trail }: { trail: KeyTrail }) {
                 <code>{event.type}</code> <code className="text-stone-500">{event.id}</code>
                 <p className="text-xs text-stone-600">
                   {event.delivery
-                    ? `${event.delivery.attempts} delivery attempt${event.delivery.attempts === 1 ? '' : 's'}${event.delivery.deliveredAt ? `, delivered ${formatUtc(event.delivery.deliveredAt)}` : event.delivery.failedAt ? ', given up' : ', pending'}${event.delivery.lastStatus ? ` (last HTTP ${event.delivery.lastStatus})` : ''}`
+                    ? `${countOf(event.delivery.attempts, 'delivery attempt')}${event.delivery.deliveredAt ? `, delivered ${formatUtc(event.delivery.deliveredAt)}` : event.delivery.failedAt ? ', given up' : ', pending'}${event.delivery.lastStatus ? ` (last HTTP ${event.delivery.lastStatus})` : ''}`
                     : 'no webhook endpoint was configured'}
                   {' · '}
                   {event.processedAt ? `applied once, ${formatUtc(event.processedAt)}` : 'not applied (yet)'}
@@ -222,16 +247,7 @@ function OrderSteps({ trail }: { trail: KeyTrail }) {
         )}
       </Step>
 
-      <Step
-        n={5}
-        title="Jobs"
-        guard="Fulfilment is enqueued in the transaction that marks the order paid (the pay call's, the webhook's or the reconciler's); a redelivered job finds its shipment (unique order_id) and receipt (unique order_id, kind) already there."
-        status={
-          <Chip tone="stone">
-            {jobs?.items.length ?? 0} job{jobs?.items.length === 1 ? '' : 's'}
-          </Chip>
-        }
-      >
+      <Step hop={HOPS.jobs} status={<Chip tone="stone">{countOf(jobs?.items.length ?? 0, 'job')}</Chip>}>
         {jobs?.available === false && (
           <p className="text-sm text-stone-500">The job queue could not be asked (see the server log).</p>
         )}
@@ -241,10 +257,8 @@ function OrderSteps({ trail }: { trail: KeyTrail }) {
               <li key={job.id}>
                 <code>fulfilment</code> <code className="text-stone-500">{job.id.slice(0, 8)}</code> —{' '}
                 {job.state}
-                {job.retryCount > 0
-                  ? ` after ${job.retryCount} retr${job.retryCount === 1 ? 'y' : 'ies'}`
-                  : ''}
-                , created {formatUtc(job.createdOn)}
+                {job.retryCount > 0 ? ` after ${countOf(job.retryCount, 'retry', 'retries')}` : ''}, created{' '}
+                {formatUtc(job.createdOn)}
                 {job.note ? <span className="text-stone-600"> · {job.note}</span> : null}
                 {job.trace ? (
                   <span className="text-stone-600">
@@ -283,15 +297,11 @@ function OrderSteps({ trail }: { trail: KeyTrail }) {
 }
 
 function Step({
-  n,
-  title,
-  guard,
+  hop: { n, title, guard },
   status,
   children,
 }: {
-  n: number;
-  title: string;
-  guard: string;
+  hop: Hop;
   status?: ReactNode;
   children: ReactNode;
 }) {
