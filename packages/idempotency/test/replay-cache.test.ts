@@ -6,11 +6,13 @@
  * the cache every duplicate asks the store; without the eviction listener, the evicted answer is replayed.
  */
 import type { Database } from '@idem/db';
+import { TRPCError } from '@trpc/server';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   createReplayCache,
+  type IdempotencyOptions,
   type IdempotencyRecord,
   type IdempotencyStore,
   type ReplayCache,
@@ -40,15 +42,22 @@ function counted<TTx>(store: IdempotencyStore<TTx>, calls: { claims: number }): 
   };
 }
 
-function app(replayCache: ReplayCache | null) {
+function app(replayCache: ReplayCache | null, defaults: IdempotencyOptions = {}) {
   const calls = { claims: 0 };
-  const { t, idempotency } = createTestTRPC(db, replayCache ? { replayCache } : undefined, {
+  const { t, idempotency } = createTestTRPC(db, replayCache ? { ...defaults, replayCache } : defaults, {
     wrapStore: (store) => counted(store, calls),
   });
   let runs = 0;
   const hold = (input: { amount: number }) => {
     runs += 1;
     return { amount: input.amount, run: runs };
+  };
+  const failingOnce = (input: { amount: number }) => {
+    if (runs === 0) {
+      runs += 1;
+      throw new TRPCError({ code: 'INTERNAL_SERVER_ERROR', message: 'the first run fails' });
+    }
+    return hold(input);
   };
   const input = z.object({ amount: z.number() });
   const router = t.router({
@@ -60,6 +69,15 @@ function app(replayCache: ReplayCache | null) {
       .concat(idempotency.external())
       .input(input)
       .mutation(({ input }) => hold(input)),
+    // Fails (a 500: nothing stored, the key released) on its first run, succeeds after.
+    transactionalFlaky: t.procedure
+      .concat(idempotency.transactional())
+      .input(input)
+      .mutation(({ input }) => failingOnce(input)),
+    externalFlaky: t.procedure
+      .concat(idempotency.external())
+      .input(input)
+      .mutation(({ input }) => failingOnce(input)),
   });
   const caller = (key: string, principal: string) =>
     t.createCallerFactory(router)(requestContext(key, principal));
@@ -106,6 +124,64 @@ describe.each(['transactional', 'external'] as const)('%s mode', (mode) => {
     const stranger = freshIdentity().principal;
     expect(await cached.caller(key, stranger)[mode]({ amount: 5 })).toEqual({ amount: 5, run: 2 });
     expect(cached.runs()).toBe(2);
+  });
+});
+
+describe.each(['transactional', 'external'] as const)('rememberCommitted, %s mode', (mode) => {
+  const remembering = () => createReplayCache({ rememberCommitted: true });
+
+  it('the response this process committed answers even the first duplicate from memory (CONTROL: without it, the first duplicate asks the store)', async () => {
+    const cached = app(remembering());
+    const { principal, key } = freshIdentity();
+    const call = () => cached.caller(key, principal)[mode]({ amount: 5 });
+    const first = await call();
+    for (let i = 0; i < 3; i += 1) expect(await call()).toEqual(first);
+    expect(cached.calls.claims).toBe(1);
+    expect(cached.runs()).toBe(1);
+    await expect
+      .poll(
+        async () =>
+          (await createIdempotencyKeyOperations(db).findKey({ scope: principal, procedure: mode, key }))
+            ?.replayCount,
+      )
+      .toBe(3);
+
+    const plain = app(createReplayCache());
+    const other = freshIdentity();
+    await plain.caller(other.key, other.principal)[mode]({ amount: 5 });
+    await plain.caller(other.key, other.principal)[mode]({ amount: 5 });
+    expect(plain.calls.claims).toBe(2);
+  });
+
+  it("never another payload's or another principal's answer: the database's 422, the stranger's own execution", async () => {
+    const cached = app(remembering());
+    const { principal, key } = freshIdentity();
+    await cached.caller(key, principal)[mode]({ amount: 5 });
+    const mismatch = await trpcFailure(cached.caller(key, principal)[mode]({ amount: 6 }));
+    expect(mismatch.code).toBe('UNPROCESSABLE_CONTENT');
+    expect(cached.calls.claims).toBe(2);
+    const stranger = freshIdentity().principal;
+    expect(await cached.caller(key, stranger)[mode]({ amount: 5 })).toEqual({ amount: 5, run: 2 });
+    expect(cached.runs()).toBe(2);
+  });
+
+  it('a run that committed nothing is not remembered: the retry runs the procedure', async () => {
+    const cached = app(remembering());
+    const { principal, key } = freshIdentity();
+    const call = () => cached.caller(key, principal)[`${mode}Flaky`]({ amount: 7 });
+    expect((await trpcFailure(call())).code).toBe('INTERNAL_SERVER_ERROR');
+    expect(await call()).toEqual({ amount: 7, run: 2 });
+    expect(await call()).toEqual({ amount: 7, run: 2 });
+    // The failed run, the retry's claim; its replay came from memory.
+    expect(cached.calls.claims).toBe(2);
+  });
+
+  it('a key whose row expires within the margin is not remembered (retention 3 s, margin 5 s): its duplicate asks the store', async () => {
+    const cached = app(remembering(), { retentionSeconds: 3 });
+    const { principal, key } = freshIdentity();
+    const first = await cached.caller(key, principal)[mode]({ amount: 1 });
+    expect(await cached.caller(key, principal)[mode]({ amount: 1 })).toEqual(first);
+    expect(cached.calls.claims).toBe(2);
   });
 });
 

@@ -71,7 +71,7 @@ export const arms: Record<ArmId, Arm> = {
     server: 'idem',
     path: '/bench.protectedReplayCache',
     baseline: 'trpc',
-    store: 'Postgres; completed keys also in process memory (opt-in)',
+    store: 'Postgres; completed keys also in process memory (opt-in, `rememberCommitted`)',
   },
   'node-idempotency': {
     id: 'node-idempotency',

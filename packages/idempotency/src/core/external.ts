@@ -32,6 +32,8 @@ export async function handleExternal<TResult>(
     retentionSeconds: options.retentionSeconds,
     inFlightCap: inFlightCapOf(options),
   };
+  // The row expires one retention after the claim, which comes after this instant.
+  const expiresAt = new Date(Date.now() + options.retentionSeconds * 1000);
   let claim = await store.claim(claimRequest);
   if (!claim.claimed) {
     let record = await waitWhileInFlight(store, request, claim.record, options);
@@ -76,6 +78,7 @@ export async function handleExternal<TResult>(
   // If this throws (connection lost), the outcome is unknown: the key stays claimed until its lease ends.
   const stored = await store.complete(request, owner, outcome.response);
   if (!stored) throw leaseLostError(options.retryAfterSeconds);
+  options.replayCache?.rememberCommitted?.(request, outcome.response, expiresAt);
   publishStep(IdempotencyStep.stored, IdempotencyMode.external, request);
   return { kind: 'executed', result: outcome.result };
 }

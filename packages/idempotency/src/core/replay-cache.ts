@@ -3,7 +3,7 @@
  * never changes until it expires or an operator evicts it, so a process that has read it once may answer the
  * next duplicates without the database: same scope, procedure, key AND fingerprint, and only until the earlier
  * of its own time to live and the row's expiry. Never a first execution: only a record the database returned as
- * completed is remembered. Another payload, another principal, an unknown or expired key go to the database as
+ * completed is remembered, or (`rememberCommitted`) the response this process itself committed, after its COMMIT. Another payload, another principal, an unknown or expired key go to the database as
  * before (a 422, an execution).
  *
  * An eviction elsewhere must reach every process's cache: `forget(key)` (the Postgres store's evictions notify
@@ -37,6 +37,12 @@ export interface ReplayCacheOptions {
    * key may be claimed again) and this process's may differ by up to that much. Default 5 s.
    */
   expiryMarginSeconds?: number;
+  /**
+   * Also remember the response this process has just committed for a key (its own execution's, after the
+   * COMMIT), so that even the key's first duplicate is answered from memory when it reaches this process.
+   * Default false: only a completed record read back from the database is remembered.
+   */
+  rememberCommitted?: boolean;
   /** The clock, in ms since the epoch (tests move it). Default `Date.now`. */
   now?: () => number;
 }
@@ -46,6 +52,11 @@ export interface ReplayCache {
   replay(request: IdempotentRequest): StoredResponse | undefined;
   /** Remembers the record the database returned for `request`; anything but a completed one is ignored. */
   remember(request: IdempotentRequest, record: IdempotencyRecord): void;
+  /**
+   * Told of the response this process has just committed for `request`, whose row expires at `expiresAt` at the
+   * earliest (this process's clock); remembered only with `rememberCommitted: true`.
+   */
+  rememberCommitted?(request: IdempotentRequest, response: StoredResponse, expiresAt: Date): void;
   /** Drops one key (it was evicted). */
   forget(key: RecordKey): void;
   /** Drops every key (eviction notices may have been missed). */
@@ -82,7 +93,7 @@ export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache
     bytes -= entry.bytes;
   };
 
-  return {
+  const cache: ReplayCache = {
     replay(request) {
       const id = recordKeyId(request);
       const entry = entries.get(id);
@@ -119,6 +130,20 @@ export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache
         drop(oldest);
       }
     },
+    rememberCommitted(request, response, expiresAt) {
+      if (!options.rememberCommitted) return;
+      cache.remember(request, {
+        ...request,
+        state: RecordState.completed,
+        // As the database holds it (JSON text): what a replay read back from there would get.
+        response: JSON.parse(JSON.stringify(response)) as StoredResponse,
+        leaseOwner: null,
+        leaseActive: false,
+        createdAt: new Date(now()),
+        expiresAt,
+        replayCount: 0,
+      });
+    },
     forget(key) {
       drop(recordKeyId(key));
     },
@@ -130,6 +155,7 @@ export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache
       return entries.size;
     },
   };
+  return cache;
 }
 
 /** A duplicate answered from the options' replay cache (its replay counted), or undefined: ask the database. */

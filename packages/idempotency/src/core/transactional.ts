@@ -52,9 +52,12 @@ export async function handleTransactional<TTx, TResult>(
     return handleTransactional(store, { ...options, lockTimeoutMs: leftMs }, request, run, known);
   }
   let committed: StoredResponse | null = null;
+  // The row this request may write expires one retention after its claim, which comes after this instant.
+  const expiresAt = new Date(Date.now() + options.retentionSeconds * 1000);
   try {
     const handled = await handleInDatabase(store, options, request, run, known, (response) => {
       committed = response;
+      options.replayCache?.rememberCommitted?.(request, response, expiresAt);
     });
     if (handled.kind === 'replayed') committed = handled.response;
     return handled;

@@ -53,8 +53,11 @@ function createBenchRouter(db: Database, fastPath: object) {
       defaults,
     });
   const idempotency = layer({});
-  // The opt-in replay cache: the same layer, duplicates of completed keys answered from memory.
-  const withReplayCache = layer({ replayCache: createReplayCache({ maxEntries: 100_000 }) });
+  // The opt-in replay cache: the same layer, duplicates of completed keys answered from memory, from the first
+  // duplicate on (the response this process committed is remembered).
+  const withReplayCache = layer({
+    replayCache: createReplayCache({ maxEntries: 100_000, rememberCommitted: true }),
+  });
   return t.router({
     bench: t.router({
       unprotected: t.procedure.input(benchInput).mutation(({ input }) => runEffect(db, input.n)),
