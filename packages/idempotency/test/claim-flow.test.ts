@@ -170,6 +170,20 @@ describe('claimThrough', () => {
       expect(resume.calls).toEqual(['count(2)', 'read', 'takeOver(false)']);
     });
 
+    it('under the cap, a row gone or a takeover lost is what it is without a cap: claim again, or read again', async () => {
+      const gone = scripted({ cap: { inFlight: 1 }, inserts: [false, true], reads: [null] });
+      expect(await claimThrough(gone.statements, capped)).toEqual({ claimed: true, takeover: false });
+      expect(gone.calls).toEqual(['count(2)', 'insert', 'read', 'count(2)', 'insert']);
+      const lost = scripted({
+        cap: { inFlight: 1 },
+        inserts: [false],
+        reads: [expired, live(5)],
+        takeOvers: [false],
+      });
+      expect(await claimThrough(lost.statements, capped)).toEqual({ claimed: false, record: record(5) });
+      expect(lost.calls).toEqual(['count(2)', 'insert', 'read', 'takeOver(true)', 'read']);
+    });
+
     it('no cap, or an infinite one: nothing counted', async () => {
       const infinite = { ...request, inFlightCap: { max: Number.POSITIVE_INFINITY, retryAfterSeconds: 1 } };
       expect(inFlightCapOf(infinite)).toBeNull();
