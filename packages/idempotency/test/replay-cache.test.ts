@@ -42,6 +42,11 @@ function counted<TTx>(store: IdempotencyStore<TTx>, calls: { claims: number }): 
   };
 }
 
+/** The key's `replay_count` as the table holds it (counted in the background). */
+async function replayCountOf(scope: string, procedure: string, key: string) {
+  return (await createIdempotencyKeyOperations(db).findKey({ scope, procedure, key }))?.replayCount;
+}
+
 function app(replayCache: ReplayCache | null, defaults: IdempotencyOptions = {}) {
   const calls = { claims: 0 };
   const { t, idempotency } = createTestTRPC(db, replayCache ? { ...defaults, replayCache } : defaults, {
@@ -60,24 +65,17 @@ function app(replayCache: ReplayCache | null, defaults: IdempotencyOptions = {})
     return hold(input);
   };
   const input = z.object({ amount: z.number() });
+  const procedure = (mode: 'transactional' | 'external', body: (input: { amount: number }) => unknown) =>
+    t.procedure
+      .concat(idempotency[mode]())
+      .input(input)
+      .mutation(({ input }) => body(input));
   const router = t.router({
-    transactional: t.procedure
-      .concat(idempotency.transactional())
-      .input(input)
-      .mutation(({ input }) => hold(input)),
-    external: t.procedure
-      .concat(idempotency.external())
-      .input(input)
-      .mutation(({ input }) => hold(input)),
+    transactional: procedure('transactional', hold),
+    external: procedure('external', hold),
     // Fails (a 500: nothing stored, the key released) on its first run, succeeds after.
-    transactionalFlaky: t.procedure
-      .concat(idempotency.transactional())
-      .input(input)
-      .mutation(({ input }) => failingOnce(input)),
-    externalFlaky: t.procedure
-      .concat(idempotency.external())
-      .input(input)
-      .mutation(({ input }) => failingOnce(input)),
+    transactionalFlaky: procedure('transactional', failingOnce),
+    externalFlaky: procedure('external', failingOnce),
   });
   const caller = (key: string, principal: string) =>
     t.createCallerFactory(router)(requestContext(key, principal));
@@ -97,13 +95,7 @@ describe.each(['transactional', 'external'] as const)('%s mode', (mode) => {
     expect(cached.calls.claims).toBe(2);
     expect(cached.runs()).toBe(1);
     // Memory's replays are counted like the database's (in the background).
-    await expect
-      .poll(
-        async () =>
-          (await createIdempotencyKeyOperations(db).findKey({ scope: principal, procedure: mode, key }))
-            ?.replayCount,
-      )
-      .toBe(4);
+    await expect.poll(() => replayCountOf(principal, mode, key)).toBe(4);
 
     const plain = app(null);
     const other = freshIdentity();
@@ -138,13 +130,7 @@ describe.each(['transactional', 'external'] as const)('rememberCommitted, %s mod
     for (let i = 0; i < 3; i += 1) expect(await call()).toEqual(first);
     expect(cached.calls.claims).toBe(1);
     expect(cached.runs()).toBe(1);
-    await expect
-      .poll(
-        async () =>
-          (await createIdempotencyKeyOperations(db).findKey({ scope: principal, procedure: mode, key }))
-            ?.replayCount,
-      )
-      .toBe(3);
+    await expect.poll(() => replayCountOf(principal, mode, key)).toBe(3);
 
     const plain = app(createReplayCache());
     const other = freshIdentity();
