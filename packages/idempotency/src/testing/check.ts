@@ -55,6 +55,28 @@ export function fail(detail: string): never {
   throw new ConformanceFailure(detail);
 }
 
+/** The target's optional functions that each, alone, enable one check (see `ConformanceTarget`). */
+type Capability = 'businessErrorInput' | 'withTransientFailure';
+
+/** The `unavailableReason` of a check that needs the target's optional `capability`: `reason` says what to give. */
+export function unavailableWithout(
+  capability: Capability,
+  reason: string,
+): ConformanceCheck['unavailableReason'] {
+  return (target) => (target[capability] ? null : reason);
+}
+
+/**
+ * Fails a check run against a target that lacks the optional `capability` it needs: the runner would not have
+ * run it (`unavailableWithout`), but a caller may run any check.
+ */
+export function requireCapability<TInput, C extends Capability>(
+  target: ConformanceTarget<TInput>,
+  capability: C,
+): asserts target is ConformanceTarget<TInput> & Required<Pick<ConformanceTarget<TInput>, C>> {
+  if (!target[capability]) fail(`no ${capability}`);
+}
+
 export function expectStatus(sent: Sent, expected: number, what: string) {
   if (sent.status !== expected) fail(`${what}: expected HTTP ${expected}, got ${describeSent(sent)}`);
 }
