@@ -3,7 +3,6 @@ import {
   type ConformanceCheck,
   ConformanceCheckId,
   expectExecutions,
-  expectFresh,
   expectNothingStored,
   expectReplayOf,
   fail,
@@ -11,7 +10,7 @@ import {
   unavailableWithout,
 } from '../check.ts';
 import { describeSent } from '../client.ts';
-import { newRequest } from './requests.ts';
+import { newRequest, sendExpectingFresh } from './requests.ts';
 
 export const storedError: ConformanceCheck = {
   id: ConformanceCheckId.storedError,
@@ -55,8 +54,7 @@ export const transientFailure: ConformanceCheck = {
     if (failed.status < 500) fail(`request during the failure: expected a 5xx, got ${describeSent(failed)}`);
     if (failed.replayed !== null) fail('request during the failure: must not be marked Idempotent-Replayed');
     await expectNothingStored(context, key, 'after the transient failure');
-    const retry = await context.client.post({ key, input });
-    expectFresh(retry, 'the same key after the failure');
+    const retry = await sendExpectingFresh(context, { key, input }, 'the same key after the failure');
     if (retry.body === failed.body) fail('the retry returned the failure again');
     return `${failed.status}, then the same key ran again: ${retry.status}`;
   },

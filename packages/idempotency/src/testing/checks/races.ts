@@ -17,6 +17,7 @@ import {
 } from '../check.ts';
 import { describeSent, isConflict, isFresh, isReplay, type Sent } from '../client.ts';
 import type { ExecutionGate } from '../gate.ts';
+import { newRequest, sendExpectingFresh } from './requests.ts';
 
 export const inFlight: ConformanceCheck = {
   id: ConformanceCheckId.inFlight,
@@ -101,16 +102,15 @@ export const inFlightCap: ConformanceCheck = {
     const { target } = context;
     const cap = target.inFlightCap;
     if (cap === undefined) return fail('no inFlightCap');
-    const held = Array.from({ length: cap }, () => ({ key: context.newKey(), input: target.input() }));
-    const extraKey = context.newKey();
-    const extraInput = target.input();
+    const held = Array.from({ length: cap }, () => newRequest(context));
+    const extraRequest = newRequest(context);
     const sendHeld = () => inBackground(Promise.all(held.map((request) => context.client.post(request))));
     let outcome: { answers: Sent[]; extra: Sent };
     if (target.withHeldExecutions) {
       outcome = await target.withHeldExecutions(async (gate) => {
         const holders = sendHeld();
         await reachedInTime(gate, cap, `${cap} requests with new keys`);
-        const extraAnswer = inBackground(context.client.post({ key: extraKey, input: extraInput }));
+        const extraAnswer = inBackground(context.client.post(extraRequest));
         // Within the cap the extra key is refused at once; if it runs instead, it stops at the gate too.
         const ranPastTheCap = await Promise.race([
           extraAnswer.then(() => false),
@@ -127,7 +127,7 @@ export const inFlightCap: ConformanceCheck = {
           context,
           held.map((request) => request.key),
         );
-        const extraAnswer = await context.client.post({ key: extraKey, input: extraInput });
+        const extraAnswer = await context.client.post(extraRequest);
         return { answers: await holders, extra: extraAnswer };
       });
     } else {
@@ -142,9 +142,8 @@ export const inFlightCap: ConformanceCheck = {
     answers.forEach((sent, index) => {
       expectFresh(sent, `key ${index + 1} of ${cap} (within the cap)`);
     });
-    await expectNothingStored(context, extraKey, 'the refused key');
-    const later = await context.client.post({ key: extraKey, input: extraInput });
-    expectFresh(later, 'the refused key once the others finished');
+    await expectNothingStored(context, extraRequest.key, 'the refused key');
+    await sendExpectingFresh(context, extraRequest, 'the refused key once the others finished');
     await expectExecutions(context, cap + 1, `${cap} keys, then the refused one again`);
     return `${cap} keys in flight → key ${cap + 1}: 429 + Retry-After: ${extra.retryAfter}; it ran later`;
   },

@@ -7,11 +7,11 @@ import {
   type ConformanceCheck,
   ConformanceCheckId,
   expectExecutions,
-  expectFresh,
   expectNothingStored,
   expectRejected,
   fail,
 } from '../check.ts';
+import { sendExpectingFresh } from './requests.ts';
 
 const always = () => null;
 
@@ -77,8 +77,7 @@ export const noPrincipal: ConformanceCheck = {
     const sent = await context.client.post({ key, input, from: 'anonymous' });
     expectRejected(sent, 401, 'unauthenticated request');
     await expectExecutions(context, 0, 'unauthenticated request');
-    const authenticated = await context.client.post({ key, input });
-    expectFresh(authenticated, 'the same key from principal A');
+    await sendExpectingFresh(context, { key, input }, 'the same key from principal A');
     return '401, 0 executions; then principal A ran the key';
   },
 };
@@ -93,8 +92,11 @@ export const invalidInput: ConformanceCheck = {
     expectRejected(sent, 400, 'invalid input');
     await expectExecutions(context, 0, 'invalid input');
     await expectNothingStored(context, key, 'invalid input');
-    const valid = await context.client.post({ key, input: context.target.input() });
-    expectFresh(valid, 'the same key with a valid input');
+    await sendExpectingFresh(
+      context,
+      { key, input: context.target.input() },
+      'the same key with a valid input',
+    );
     await expectExecutions(context, 1, 'invalid then valid input');
     return '400, nothing stored; the same key then ran once';
   },
@@ -111,8 +113,11 @@ export const unfingerprintableInput: ConformanceCheck = {
     expectRejected(sent, 400, 'input with a lone surrogate');
     await expectExecutions(context, 0, 'input with a lone surrogate');
     await expectNothingStored(context, key, 'input with a lone surrogate');
-    const valid = await context.client.post({ key, input: context.target.input() });
-    expectFresh(valid, 'the same key with a valid input');
+    await sendExpectingFresh(
+      context,
+      { key, input: context.target.input() },
+      'the same key with a valid input',
+    );
     return '400; the same key then ran';
   },
 };
@@ -129,8 +134,7 @@ export const batched: ConformanceCheck = {
     expectRejected(sent, 400, 'batch of two');
     await expectExecutions(context, 0, 'batch of two');
     await expectNothingStored(context, key, 'batch of two');
-    const alone = await context.client.post({ key, input });
-    expectFresh(alone, 'the same key sent alone');
+    await sendExpectingFresh(context, { key, input }, 'the same key sent alone');
     return '400 for the batch, 0 executions; the same key alone then ran';
   },
 };

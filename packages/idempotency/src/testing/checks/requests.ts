@@ -1,6 +1,6 @@
 /**
- * The requests most checks start from: a new key with the target's input for it, and that key's first
- * execution.
+ * The requests most checks start from: a new key with the target's input for it, that key's first execution,
+ * and a request that must be executed.
  */
 import { type CheckContext, expectFresh } from '../check.ts';
 import type { Sent } from '../client.ts';
@@ -17,6 +17,20 @@ export function newRequest<TInput>(context: CheckContext<TInput>): NewRequest<TI
 }
 
 /**
+ * Sends a request that must be executed (`what` names it in failure details): a key's first, or one whose key an
+ * earlier answer (a refusal, a transient failure) had to leave unused. Returns the answer.
+ */
+export async function sendExpectingFresh<TInput>(
+  context: CheckContext<TInput>,
+  request: NewRequest<TInput>,
+  what: string,
+): Promise<Sent> {
+  const sent = await context.client.post(request);
+  expectFresh(sent, what);
+  return sent;
+}
+
+/**
  * A new key's first request, which must be executed (`what` names it in failure details): the key, its input
  * and the answer that later requests with the key are compared with.
  */
@@ -25,7 +39,5 @@ export async function sendFresh<TInput>(
   what = 'first request',
 ): Promise<NewRequest<TInput> & { first: Sent }> {
   const request = newRequest(context);
-  const first = await context.client.post(request);
-  expectFresh(first, what);
-  return { ...request, first };
+  return { ...request, first: await sendExpectingFresh(context, request, what) };
 }
