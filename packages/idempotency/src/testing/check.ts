@@ -4,7 +4,7 @@
  */
 import type { IdempotencyRecord } from '../core/record.ts';
 import type { ConformanceClient, Sent } from './client.ts';
-import { describeSent, isConflict, isSuccess } from './client.ts';
+import { describeSent, hasRetryAfterSeconds, isConflict, isSuccess } from './client.ts';
 import type { ConformanceTarget, ResolvedConformanceOptions } from './target.ts';
 
 export const ConformanceCheckId = {
@@ -106,6 +106,12 @@ export function expectReplayOf(sent: Sent, original: Sent, what: string) {
     if (sent[header] !== original[header])
       fail(`${what}: ${name} ${sent[header]} differs from the first's ${original[header]}`);
   }
+}
+
+/** `sent` (`what`, e.g. "the 429") carries Retry-After in whole seconds. */
+export function expectRetryAfterSeconds(sent: Sent, what: string) {
+  if (!hasRetryAfterSeconds(sent))
+    fail(`${what} must carry Retry-After in whole seconds: ${describeSent(sent)}`);
 }
 
 /** The contract's answer to a malformed request: 400, not a replay, no Retry-After. */

@@ -10,14 +10,15 @@ import {
   expectFresh,
   expectNothingStored,
   expectReplayOf,
+  expectRetryAfterSeconds,
   expectStatus,
   fail,
   retryWhileConflict,
   sleep,
 } from '../check.ts';
-import { describeSent, isConflict, isFresh, isReplay, type Sent } from '../client.ts';
+import { describeSent, isFresh, isReplay, type Sent } from '../client.ts';
 import type { ExecutionGate } from '../gate.ts';
-import { newRequest, sendExpectingFresh } from './requests.ts';
+import { type NewRequest, newRequest, sendExpectingFresh } from './requests.ts';
 
 export const inFlight: ConformanceCheck = {
   id: ConformanceCheckId.inFlight,
@@ -29,9 +30,8 @@ export const inFlight: ConformanceCheck = {
       : 'give withHeldExecutions(run) or withSlowExecution(run) (keep the first request in flight)',
   async run(context) {
     const { target } = context;
-    const key = context.newKey();
-    const input = context.target.input();
-    const post = () => inBackground(context.client.post({ key, input }));
+    const request = newRequest(context);
+    const post = () => inBackground(context.client.post(request));
     let pair: { first: Sent; duplicate: Sent };
     if (target.withHeldExecutions) {
       pair = await target.withHeldExecutions(async (gate) => {
@@ -48,7 +48,7 @@ export const inFlight: ConformanceCheck = {
       pair = await target.withSlowExecution(async () => {
         const firstAnswer = post();
         await sleep(context.options.inFlightProbeDelayMs);
-        const duplicateAnswer = await context.client.post({ key, input });
+        const duplicateAnswer = await context.client.post(request);
         return { first: await firstAnswer, duplicate: duplicateAnswer };
       });
     } else {
@@ -69,15 +69,9 @@ export const inFlight: ConformanceCheck = {
       expectReplayOf(duplicate, first, 'the duplicate (waited, then replayed)');
       outcome = 'the duplicate waited and replayed';
     } else if (duplicate.status === 409) {
-      if (!isConflict(duplicate))
-        fail(`the 409 must carry Retry-After in whole seconds: ${describeSent(duplicate)}`);
-      const { final, retries } = await retryWhileConflict(
-        duplicate,
-        () => context.client.post({ key, input }),
-        context.options,
-      );
+      const { final, retries } = await retryConflict(context, duplicate, request, 'the 409');
       expectReplayOf(final, first, `the duplicate's retry after 409`);
-      outcome = `409 + Retry-After: ${duplicate.retryAfter}, replayed after ${retries} retr${retries === 1 ? 'y' : 'ies'}`;
+      outcome = `409 + Retry-After: ${duplicate.retryAfter}, replayed after ${countRetries(retries)}`;
     } else {
       fail(
         `the duplicate sent while the first was in flight: expected 409 + Retry-After or a replay, got ${describeSent(duplicate)}`,
@@ -136,8 +130,7 @@ export const inFlightCap: ConformanceCheck = {
     const { answers, extra } = outcome;
 
     expectStatus(extra, 429, `key ${cap + 1} while ${cap} are in flight`);
-    if (!/^\d+$/.test(extra.retryAfter ?? ''))
-      fail(`the 429 must carry Retry-After in whole seconds: ${describeSent(extra)}`);
+    expectRetryAfterSeconds(extra, 'the 429');
     if (extra.replayed !== null) fail('the 429 must not be marked Idempotent-Replayed');
     answers.forEach((sent, index) => {
       expectFresh(sent, `key ${index + 1} of ${cap} (within the cap)`);
@@ -148,6 +141,23 @@ export const inFlightCap: ConformanceCheck = {
     return `${cap} keys in flight → key ${cap + 1}: 429 + Retry-After: ${extra.retryAfter}; it ran later`;
   },
 };
+
+/**
+ * A 409 answered to `request` (`what` names it: "the 409"): it must carry Retry-After in whole seconds, and the
+ * same request is retried as it says until the answer is something else. The final answer and the retries.
+ */
+async function retryConflict<TInput>(
+  context: CheckContext<TInput>,
+  conflict: Sent,
+  request: NewRequest<TInput>,
+  what: string,
+) {
+  expectRetryAfterSeconds(conflict, what);
+  return retryWhileConflict(conflict, () => context.client.post(request), context.options);
+}
+
+/** "1 retry", "2 retries". */
+const countRetries = (retries: number) => `${retries} retr${retries === 1 ? 'y' : 'ies'}`;
 
 /** How long a duplicate may wait for the first request before the gate lets the first one go. */
 const DUPLICATE_PATIENCE_MS = 2_000;
@@ -202,11 +212,8 @@ export const concurrency: ConformanceCheck = {
   unavailableReason: () => null,
   async run(context) {
     const parallel = context.options.concurrency;
-    const key = context.newKey();
-    const input = context.target.input();
-    const answers = await Promise.all(
-      Array.from({ length: parallel }, () => context.client.post({ key, input })),
-    );
+    const request = newRequest(context);
+    const answers = await Promise.all(Array.from({ length: parallel }, () => context.client.post(request)));
     const fresh = answers.filter(isFresh);
     const replays = answers.filter(isReplay);
     const conflicts = answers.filter((sent) => sent.status === 409);
@@ -229,23 +236,14 @@ export const concurrency: ConformanceCheck = {
     let maxRetries = 0;
     const settled: Sent[] = await Promise.all(
       conflicts.map(async (conflict) => {
-        if (!isConflict(conflict))
-          fail(`a 409 must carry Retry-After in whole seconds: ${describeSent(conflict)}`);
-        const { final, retries } = await retryWhileConflict(
-          conflict,
-          () => context.client.post({ key, input }),
-          context.options,
-        );
+        const { final, retries } = await retryConflict(context, conflict, request, 'a 409');
         maxRetries = Math.max(maxRetries, retries);
         return final;
       }),
     );
     for (const sent of settled) expectReplayOf(sent, original, 'a 409 retried');
     await expectExecutions(context, 1, `${parallel} parallel requests and the retries of their 409s`);
-    const retried =
-      conflicts.length === 0
-        ? ''
-        : `; every 409 replayed after ≤ ${maxRetries} retr${maxRetries === 1 ? 'y' : 'ies'}`;
+    const retried = conflicts.length === 0 ? '' : `; every 409 replayed after ≤ ${countRetries(maxRetries)}`;
     return `${parallel} parallel: ${tally}${retried}; 1 execution`;
   },
 };
