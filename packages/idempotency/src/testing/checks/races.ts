@@ -17,7 +17,13 @@ import {
   sleep,
 } from '../check.ts';
 import { describeSent, isFresh, isReplay, type Sent } from '../client.ts';
-import type { ExecutionGate } from '../gate.ts';
+import {
+  canKeepInFlight,
+  inBackground,
+  reachedInTime,
+  waitUntilClaimed,
+  whileInFlight,
+} from './in-flight-seams.ts';
 import { type NewRequest, newRequest, sendExpectingFresh } from './requests.ts';
 
 export const inFlight: ConformanceCheck = {
@@ -25,16 +31,15 @@ export const inFlight: ConformanceCheck = {
   title:
     'same key while the first is still running → 409 + Retry-After (or a wait and a replay), never a second run',
   unavailableReason: (target) =>
-    target.withHeldExecutions || target.withSlowExecution
+    canKeepInFlight(target)
       ? null
       : 'give withHeldExecutions(run) or withSlowExecution(run) (keep the first request in flight)',
   async run(context) {
     const { target } = context;
     const request = newRequest(context);
     const post = () => inBackground(context.client.post(request));
-    let pair: { first: Sent; duplicate: Sent };
-    if (target.withHeldExecutions) {
-      pair = await target.withHeldExecutions(async (gate) => {
+    const { first, duplicate } = await whileInFlight(target, {
+      held: async (gate) => {
         const firstAnswer = post();
         await reachedInTime(gate, 1, 'the first request');
         const duplicateAnswer = post();
@@ -43,18 +48,14 @@ export const inFlight: ConformanceCheck = {
         await Promise.race([duplicateAnswer.catch(() => {}), sleep(DUPLICATE_PATIENCE_MS)]);
         await gate.release();
         return { first: await firstAnswer, duplicate: await duplicateAnswer };
-      });
-    } else if (target.withSlowExecution) {
-      pair = await target.withSlowExecution(async () => {
+      },
+      slowed: async () => {
         const firstAnswer = post();
         await sleep(context.options.inFlightProbeDelayMs);
         const duplicateAnswer = await context.client.post(request);
         return { first: await firstAnswer, duplicate: duplicateAnswer };
-      });
-    } else {
-      return fail('no withHeldExecutions or withSlowExecution');
-    }
-    const { first, duplicate } = pair;
+      },
+    });
     expectFresh(first, 'first request');
     // With the gate, the first was held there when its duplicate left: the overlap is known, not measured (an
     // app called in-process answers both within one millisecond of the clock). A latency seam has to be checked.
@@ -89,7 +90,7 @@ export const inFlightCap: ConformanceCheck = {
   unavailableReason: (target) =>
     target.inFlightCap === undefined
       ? 'give inFlightCap (the procedure’s maxInFlightPerScope, external mode)'
-      : target.withHeldExecutions || target.withSlowExecution
+      : canKeepInFlight(target)
         ? null
         : 'give withHeldExecutions(run) or withSlowExecution(run) as well (the first keys must stay in flight)',
   async run(context) {
@@ -99,9 +100,8 @@ export const inFlightCap: ConformanceCheck = {
     const held = Array.from({ length: cap }, () => newRequest(context));
     const extraRequest = newRequest(context);
     const sendHeld = () => inBackground(Promise.all(held.map((request) => context.client.post(request))));
-    let outcome: { answers: Sent[]; extra: Sent };
-    if (target.withHeldExecutions) {
-      outcome = await target.withHeldExecutions(async (gate) => {
+    const { answers, extra } = await whileInFlight(target, {
+      held: async (gate) => {
         const holders = sendHeld();
         await reachedInTime(gate, cap, `${cap} requests with new keys`);
         const extraAnswer = inBackground(context.client.post(extraRequest));
@@ -113,9 +113,8 @@ export const inFlightCap: ConformanceCheck = {
         await gate.release();
         if (ranPastTheCap) fail(`key ${cap + 1} started executing while ${cap} keys were in flight`);
         return { answers: await holders, extra: await extraAnswer };
-      });
-    } else if (target.withSlowExecution) {
-      outcome = await target.withSlowExecution(async () => {
+      },
+      slowed: async () => {
         const holders = sendHeld();
         await waitUntilClaimed(
           context,
@@ -123,11 +122,8 @@ export const inFlightCap: ConformanceCheck = {
         );
         const extraAnswer = await context.client.post(extraRequest);
         return { answers: await holders, extra: extraAnswer };
-      });
-    } else {
-      return fail('no withHeldExecutions or withSlowExecution');
-    }
-    const { answers, extra } = outcome;
+      },
+    });
 
     expectStatus(extra, 429, `key ${cap + 1} while ${cap} are in flight`);
     expectRetryAfterSeconds(extra, 'the 429');
@@ -161,49 +157,6 @@ const countRetries = (retries: number) => `${retries} retr${retries === 1 ? 'y' 
 
 /** How long a duplicate may wait for the first request before the gate lets the first one go. */
 const DUPLICATE_PATIENCE_MS = 2_000;
-/** How long requests may take to reach the gate: far beyond any machine, short of a runner's test timeout. */
-const REACH_TIMEOUT_MS = 30_000;
-
-/** Waits until `count` executions wait at the gate; fails (and lets them go) if they never get there. */
-async function reachedInTime(gate: ExecutionGate, count: number, what: string) {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), REACH_TIMEOUT_MS);
-  });
-  const reached = await Promise.race([gate.reached(count).then(() => true), timedOut]);
-  clearTimeout(timer);
-  if (!reached) {
-    await gate.release();
-    fail(`${what} did not reach withHeldExecutions' gate within ${REACH_TIMEOUT_MS / 1000} s`);
-  }
-}
-
-/**
- * Marks a promise that is awaited later as handled now, so that a failure while the check does something else
- * first is not reported as an unhandled rejection; awaiting it still throws.
- */
-function inBackground<T>(promise: Promise<T>): Promise<T> {
-  promise.catch(() => {});
-  return promise;
-}
-
-/** Waits until the store holds every key (or, without a store, for the configured settle time). */
-async function waitUntilClaimed<TInput>(context: CheckContext<TInput>, keys: string[]) {
-  const { store, procedure } = context.target;
-  const scope = context.client.principal(0).scope;
-  if (!store || scope === undefined) {
-    await sleep(context.options.capSettleMs);
-    return;
-  }
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const records = await Promise.all(keys.map((key) => store.find({ scope, procedure, key })));
-    if (records.every((record) => record !== null)) return;
-    if (Date.now() > deadline)
-      fail(`only ${records.filter(Boolean).length} of ${keys.length} keys were claimed after 10 s`);
-    await sleep(25);
-  }
-}
 
 export const concurrency: ConformanceCheck = {
   id: ConformanceCheckId.concurrency,
