@@ -24,7 +24,7 @@ import {
   waitUntilClaimed,
   whileInFlight,
 } from './in-flight-seams.ts';
-import { type NewRequest, newRequest, sendExpectingFresh } from './requests.ts';
+import { type KeyedRequest, newRequest, sendExpectingFresh } from './requests.ts';
 
 export const inFlight: ConformanceCheck = {
   id: ConformanceCheckId.inFlight,
@@ -145,7 +145,7 @@ export const inFlightCap: ConformanceCheck = {
 async function retryConflict<TInput>(
   context: CheckContext<TInput>,
   conflict: Sent,
-  request: NewRequest<TInput>,
+  request: KeyedRequest<TInput>,
   what: string,
 ) {
   expectRetryAfterSeconds(conflict, what);

@@ -5,13 +5,14 @@
 import { type CheckContext, expectFresh } from '../check.ts';
 import type { Sent } from '../client.ts';
 
-/** A key no request has used yet, and the input it goes with (`input()` is called once per new key). */
-export interface NewRequest<TInput> {
+/** What most checks send: an Idempotency-Key and the input that goes with it. */
+export interface KeyedRequest<TInput> {
   key: string;
   input: TInput;
 }
 
-export function newRequest<TInput>(context: CheckContext<TInput>): NewRequest<TInput> {
+/** A key no request has used yet, with the target's input for it (`input()` is called once per new key). */
+export function newRequest<TInput>(context: CheckContext<TInput>): KeyedRequest<TInput> {
   const key = context.newKey();
   return { key, input: context.target.input() };
 }
@@ -22,7 +23,7 @@ export function newRequest<TInput>(context: CheckContext<TInput>): NewRequest<TI
  */
 export async function sendExpectingFresh<TInput>(
   context: CheckContext<TInput>,
-  request: NewRequest<TInput>,
+  request: KeyedRequest<TInput>,
   what: string,
 ): Promise<Sent> {
   const sent = await context.client.post(request);
@@ -37,7 +38,7 @@ export async function sendExpectingFresh<TInput>(
 export async function sendFresh<TInput>(
   context: CheckContext<TInput>,
   what = 'first request',
-): Promise<NewRequest<TInput> & { first: Sent }> {
+): Promise<KeyedRequest<TInput> & { first: Sent }> {
   const request = newRequest(context);
   return { ...request, first: await sendExpectingFresh(context, request, what) };
 }
