@@ -2,8 +2,9 @@
  * What a conformance check is, and the few assertions checks make. A check throws `ConformanceFailure` with a
  * detail a developer can act on, or returns a one-line account of what it saw.
  */
+import type { IdempotencyRecord } from '../core/record.ts';
 import type { ConformanceClient, Sent } from './client.ts';
-import { describeSent, isConflict, isSuccess } from './client.ts';
+import { describeSent, hasRetryAfterSeconds, isConflict, isSuccess } from './client.ts';
 import type { ConformanceTarget, ResolvedConformanceOptions } from './target.ts';
 
 export const ConformanceCheckId = {
@@ -54,6 +55,28 @@ export function fail(detail: string): never {
   throw new ConformanceFailure(detail);
 }
 
+/** The target's optional functions that each, alone, enable one check (see `ConformanceTarget`). */
+type Capability = 'businessErrorInput' | 'withTransientFailure';
+
+/** The `unavailableReason` of a check that needs the target's optional `capability`: `reason` says what to give. */
+export function unavailableWithout(
+  capability: Capability,
+  reason: string,
+): ConformanceCheck['unavailableReason'] {
+  return (target) => (target[capability] ? null : reason);
+}
+
+/**
+ * Fails a check run against a target that lacks the optional `capability` it needs: the runner would not have
+ * run it (`unavailableWithout`), but a caller may run any check.
+ */
+export function requireCapability<TInput, C extends Capability>(
+  target: ConformanceTarget<TInput>,
+  capability: C,
+): asserts target is ConformanceTarget<TInput> & Required<Pick<ConformanceTarget<TInput>, C>> {
+  if (!target[capability]) fail(`no ${capability}`);
+}
+
 export function expectStatus(sent: Sent, expected: number, what: string) {
   if (sent.status !== expected) fail(`${what}: expected HTTP ${expected}, got ${describeSent(sent)}`);
 }
@@ -67,15 +90,6 @@ export function expectFresh(sent: Sent, what: string) {
 }
 
 /** A replay of `original`: same status, `Idempotent-Replayed: true`, byte-identical body. */
-/** A new key's first request with the target's input, which must be executed: the key, the input, the answer. */
-export async function sendFresh<TInput>(context: CheckContext<TInput>) {
-  const key = context.newKey();
-  const input = context.target.input();
-  const first = await context.client.post({ key, input });
-  expectFresh(first, 'first request');
-  return { key, input, first };
-}
-
 export function expectReplayOf(sent: Sent, original: Sent, what: string) {
   expectStatus(sent, original.status, what);
   if (sent.replayed !== 'true')
@@ -94,6 +108,12 @@ export function expectReplayOf(sent: Sent, original: Sent, what: string) {
   }
 }
 
+/** `sent` (`what`, e.g. "the 429") carries Retry-After in whole seconds. */
+export function expectRetryAfterSeconds(sent: Sent, what: string) {
+  if (!hasRetryAfterSeconds(sent))
+    fail(`${what} must carry Retry-After in whole seconds: ${describeSent(sent)}`);
+}
+
 /** The contract's answer to a malformed request: 400, not a replay, no Retry-After. */
 export function expectRejected(sent: Sent, status: number, what: string) {
   expectStatus(sent, status, what);
@@ -110,12 +130,29 @@ export async function expectExecutions<TInput>(
     fail(`${what}: expected ${expected} execution(s) of the procedure, counted ${counted}`);
 }
 
+/** One principal's records of the target's procedure, as its store keeps them. */
+export interface PrincipalRecords {
+  /** The scope the target says the principal's keys are stored under. */
+  scope: string;
+  find(key: string): Promise<IdempotencyRecord | null>;
+}
+
+/**
+ * Principal `index`'s records in the target's store, or null when the target exposes no store or no scope for
+ * that principal: the assertions on what is stored are then skipped, and the HTTP ones stand alone.
+ */
+export function recordsOf<TInput>(context: CheckContext<TInput>, index: 0 | 1 = 0): PrincipalRecords | null {
+  const { store } = context.target;
+  const { scope } = context.client.principal(index);
+  if (!store || scope === undefined) return null;
+  return { scope, find: (key) => store.find({ scope, procedure: context.target.procedure, key }) };
+}
+
 /** Principal A's record of `key` is absent from the store (checked only when the target exposes it). */
 export async function expectNothingStored<TInput>(context: CheckContext<TInput>, key: string, what: string) {
-  const { store } = context.target;
-  const scope = context.client.principal(0).scope;
-  if (!store || scope === undefined) return;
-  const record = await store.find({ scope, procedure: context.target.procedure, key });
+  const records = recordsOf(context);
+  if (!records) return;
+  const record = await records.find(key);
   if (record) fail(`${what}: expected nothing stored for key ${key}, found a ${record.state} record`);
 }
 

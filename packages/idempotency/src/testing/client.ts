@@ -104,5 +104,7 @@ export const isSuccess = (sent: Sent) => sent.status >= 200 && sent.status < 300
 export const isFresh = (sent: Sent) => isSuccess(sent) && sent.replayed === null;
 /** A replay: `Idempotent-Replayed: true`. */
 export const isReplay = (sent: Sent) => sent.replayed === 'true';
-/** A 409 with a valid `Retry-After` (delay-seconds, RFC 9110 §10.2.3). */
-export const isConflict = (sent: Sent) => sent.status === 409 && /^\d+$/.test(sent.retryAfter ?? '');
+/** A `Retry-After` as delay-seconds (RFC 9110 §10.2.3), the form a 409 and a 429 must carry it in. */
+export const hasRetryAfterSeconds = (sent: Sent) => /^\d+$/.test(sent.retryAfter ?? '');
+/** A 409 with a valid `Retry-After`. */
+export const isConflict = (sent: Sent) => sent.status === 409 && hasRetryAfterSeconds(sent);

@@ -3,23 +3,25 @@ import {
   type ConformanceCheck,
   ConformanceCheckId,
   expectExecutions,
-  expectFresh,
   expectNothingStored,
   expectReplayOf,
   fail,
+  requireCapability,
+  unavailableWithout,
 } from '../check.ts';
 import { describeSent } from '../client.ts';
+import { newRequest, sendExpectingFresh } from './requests.ts';
 
 export const storedError: ConformanceCheck = {
   id: ConformanceCheckId.storedError,
   title: 'a deterministic business error (4xx) is stored: the same key replays it byte-identically',
-  unavailableReason: (target) =>
-    target.businessErrorInput
-      ? null
-      : 'give businessErrorInput() (an input the procedure refuses with a 4xx)',
+  unavailableReason: unavailableWithout(
+    'businessErrorInput',
+    'give businessErrorInput() (an input the procedure refuses with a 4xx)',
+  ),
   async run(context) {
     const { target } = context;
-    if (!target.businessErrorInput) return fail('no businessErrorInput');
+    requireCapability(target, 'businessErrorInput');
     const key = context.newKey();
     const input = target.businessErrorInput();
     const first = await context.client.post({ key, input });
@@ -40,21 +42,19 @@ export const storedError: ConformanceCheck = {
 export const transientFailure: ConformanceCheck = {
   id: ConformanceCheckId.transientFailure,
   title: 'a transient failure (5xx) is not stored: the same key then runs again',
-  unavailableReason: (target) =>
-    target.withTransientFailure
-      ? null
-      : 'give withTransientFailure(run) (make the procedure fail with a 5xx)',
+  unavailableReason: unavailableWithout(
+    'withTransientFailure',
+    'give withTransientFailure(run) (make the procedure fail with a 5xx)',
+  ),
   async run(context) {
     const { target } = context;
-    if (!target.withTransientFailure) return fail('no withTransientFailure');
-    const key = context.newKey();
-    const input = context.target.input();
+    requireCapability(target, 'withTransientFailure');
+    const { key, input } = newRequest(context);
     const failed = await target.withTransientFailure(() => context.client.post({ key, input }));
     if (failed.status < 500) fail(`request during the failure: expected a 5xx, got ${describeSent(failed)}`);
     if (failed.replayed !== null) fail('request during the failure: must not be marked Idempotent-Replayed');
     await expectNothingStored(context, key, 'after the transient failure');
-    const retry = await context.client.post({ key, input });
-    expectFresh(retry, 'the same key after the failure');
+    const retry = await sendExpectingFresh(context, { key, input }, 'the same key after the failure');
     if (retry.body === failed.body) fail('the retry returned the failure again');
     return `${failed.status}, then the same key ran again: ${retry.status}`;
   },

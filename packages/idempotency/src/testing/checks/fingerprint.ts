@@ -1,14 +1,14 @@
 /** The request fingerprint: one key belongs to one request; reusing it for another is refused. */
 import {
-  type CheckContext,
   type ConformanceCheck,
   ConformanceCheckId,
   expectExecutions,
   expectRejected,
   expectReplayOf,
   fail,
-  sendFresh,
+  recordsOf,
 } from '../check.ts';
+import { sendFresh } from './requests.ts';
 
 export const fingerprint: ConformanceCheck = {
   id: ConformanceCheckId.fingerprint,
@@ -16,14 +16,15 @@ export const fingerprint: ConformanceCheck = {
   unavailableReason: () => null,
   async run(context) {
     const { key, input, first } = await sendFresh(context);
-    const recordBefore = await findRecord(context, key);
+    const records = recordsOf(context);
+    const recordBefore = await records?.find(key);
 
     const different = await context.client.post({ key, input: context.target.differentInput() });
     expectRejected(different, 422, 'the same key with a different input');
     if (different.retryAfter !== null) fail('a 422 must not carry Retry-After: retrying it cannot help');
     await expectExecutions(context, 1, 'first request then a different input');
 
-    const recordAfter = await findRecord(context, key);
+    const recordAfter = await records?.find(key);
     if (recordBefore && recordAfter?.fingerprint !== recordBefore.fingerprint)
       fail('the 422 changed the stored record: its fingerprint is no longer the first request’s');
     const original = await context.client.post({ key, input });
@@ -31,10 +32,3 @@ export const fingerprint: ConformanceCheck = {
     return '422 for the different input, 1 execution, the original still replays';
   },
 };
-
-async function findRecord<TInput>(context: CheckContext<TInput>, key: string) {
-  const { store } = context.target;
-  const scope = context.client.principal(0).scope;
-  if (!store || scope === undefined) return null;
-  return store.find({ scope, procedure: context.target.procedure, key });
-}

@@ -10,30 +10,36 @@ import {
   expectFresh,
   expectNothingStored,
   expectReplayOf,
+  expectRetryAfterSeconds,
   expectStatus,
   fail,
   retryWhileConflict,
   sleep,
 } from '../check.ts';
-import { describeSent, isConflict, isFresh, isReplay, type Sent } from '../client.ts';
-import type { ExecutionGate } from '../gate.ts';
+import { describeSent, isFresh, isReplay, type Sent } from '../client.ts';
+import {
+  canKeepInFlight,
+  inBackground,
+  reachedInTime,
+  waitUntilClaimed,
+  whileInFlight,
+} from './in-flight-seams.ts';
+import { type KeyedRequest, newRequest, sendExpectingFresh } from './requests.ts';
 
 export const inFlight: ConformanceCheck = {
   id: ConformanceCheckId.inFlight,
   title:
     'same key while the first is still running → 409 + Retry-After (or a wait and a replay), never a second run',
   unavailableReason: (target) =>
-    target.withHeldExecutions || target.withSlowExecution
+    canKeepInFlight(target)
       ? null
       : 'give withHeldExecutions(run) or withSlowExecution(run) (keep the first request in flight)',
   async run(context) {
     const { target } = context;
-    const key = context.newKey();
-    const input = context.target.input();
-    const post = () => inBackground(context.client.post({ key, input }));
-    let pair: { first: Sent; duplicate: Sent };
-    if (target.withHeldExecutions) {
-      pair = await target.withHeldExecutions(async (gate) => {
+    const request = newRequest(context);
+    const post = () => inBackground(context.client.post(request));
+    const { first, duplicate } = await whileInFlight(target, {
+      held: async (gate) => {
         const firstAnswer = post();
         await reachedInTime(gate, 1, 'the first request');
         const duplicateAnswer = post();
@@ -42,18 +48,14 @@ export const inFlight: ConformanceCheck = {
         await Promise.race([duplicateAnswer.catch(() => {}), sleep(DUPLICATE_PATIENCE_MS)]);
         await gate.release();
         return { first: await firstAnswer, duplicate: await duplicateAnswer };
-      });
-    } else if (target.withSlowExecution) {
-      pair = await target.withSlowExecution(async () => {
+      },
+      slowed: async () => {
         const firstAnswer = post();
         await sleep(context.options.inFlightProbeDelayMs);
-        const duplicateAnswer = await context.client.post({ key, input });
+        const duplicateAnswer = await context.client.post(request);
         return { first: await firstAnswer, duplicate: duplicateAnswer };
-      });
-    } else {
-      return fail('no withHeldExecutions or withSlowExecution');
-    }
-    const { first, duplicate } = pair;
+      },
+    });
     expectFresh(first, 'first request');
     // With the gate, the first was held there when its duplicate left: the overlap is known, not measured (an
     // app called in-process answers both within one millisecond of the clock). A latency seam has to be checked.
@@ -68,15 +70,9 @@ export const inFlight: ConformanceCheck = {
       expectReplayOf(duplicate, first, 'the duplicate (waited, then replayed)');
       outcome = 'the duplicate waited and replayed';
     } else if (duplicate.status === 409) {
-      if (!isConflict(duplicate))
-        fail(`the 409 must carry Retry-After in whole seconds: ${describeSent(duplicate)}`);
-      const { final, retries } = await retryWhileConflict(
-        duplicate,
-        () => context.client.post({ key, input }),
-        context.options,
-      );
+      const { final, retries } = await retryConflict(context, duplicate, request, 'the 409');
       expectReplayOf(final, first, `the duplicate's retry after 409`);
-      outcome = `409 + Retry-After: ${duplicate.retryAfter}, replayed after ${retries} retr${retries === 1 ? 'y' : 'ies'}`;
+      outcome = `409 + Retry-After: ${duplicate.retryAfter}, replayed after ${countRetries(retries)}`;
     } else {
       fail(
         `the duplicate sent while the first was in flight: expected 409 + Retry-After or a replay, got ${describeSent(duplicate)}`,
@@ -94,23 +90,21 @@ export const inFlightCap: ConformanceCheck = {
   unavailableReason: (target) =>
     target.inFlightCap === undefined
       ? 'give inFlightCap (the procedure’s maxInFlightPerScope, external mode)'
-      : target.withHeldExecutions || target.withSlowExecution
+      : canKeepInFlight(target)
         ? null
         : 'give withHeldExecutions(run) or withSlowExecution(run) as well (the first keys must stay in flight)',
   async run(context) {
     const { target } = context;
     const cap = target.inFlightCap;
     if (cap === undefined) return fail('no inFlightCap');
-    const held = Array.from({ length: cap }, () => ({ key: context.newKey(), input: target.input() }));
-    const extraKey = context.newKey();
-    const extraInput = target.input();
+    const held = Array.from({ length: cap }, () => newRequest(context));
+    const extraRequest = newRequest(context);
     const sendHeld = () => inBackground(Promise.all(held.map((request) => context.client.post(request))));
-    let outcome: { answers: Sent[]; extra: Sent };
-    if (target.withHeldExecutions) {
-      outcome = await target.withHeldExecutions(async (gate) => {
+    const { answers, extra } = await whileInFlight(target, {
+      held: async (gate) => {
         const holders = sendHeld();
         await reachedInTime(gate, cap, `${cap} requests with new keys`);
-        const extraAnswer = inBackground(context.client.post({ key: extraKey, input: extraInput }));
+        const extraAnswer = inBackground(context.client.post(extraRequest));
         // Within the cap the extra key is refused at once; if it runs instead, it stops at the gate too.
         const ranPastTheCap = await Promise.race([
           extraAnswer.then(() => false),
@@ -119,82 +113,50 @@ export const inFlightCap: ConformanceCheck = {
         await gate.release();
         if (ranPastTheCap) fail(`key ${cap + 1} started executing while ${cap} keys were in flight`);
         return { answers: await holders, extra: await extraAnswer };
-      });
-    } else if (target.withSlowExecution) {
-      outcome = await target.withSlowExecution(async () => {
+      },
+      slowed: async () => {
         const holders = sendHeld();
         await waitUntilClaimed(
           context,
           held.map((request) => request.key),
         );
-        const extraAnswer = await context.client.post({ key: extraKey, input: extraInput });
+        const extraAnswer = await context.client.post(extraRequest);
         return { answers: await holders, extra: extraAnswer };
-      });
-    } else {
-      return fail('no withHeldExecutions or withSlowExecution');
-    }
-    const { answers, extra } = outcome;
+      },
+    });
 
     expectStatus(extra, 429, `key ${cap + 1} while ${cap} are in flight`);
-    if (!/^\d+$/.test(extra.retryAfter ?? ''))
-      fail(`the 429 must carry Retry-After in whole seconds: ${describeSent(extra)}`);
+    expectRetryAfterSeconds(extra, 'the 429');
     if (extra.replayed !== null) fail('the 429 must not be marked Idempotent-Replayed');
     answers.forEach((sent, index) => {
       expectFresh(sent, `key ${index + 1} of ${cap} (within the cap)`);
     });
-    await expectNothingStored(context, extraKey, 'the refused key');
-    const later = await context.client.post({ key: extraKey, input: extraInput });
-    expectFresh(later, 'the refused key once the others finished');
+    await expectNothingStored(context, extraRequest.key, 'the refused key');
+    await sendExpectingFresh(context, extraRequest, 'the refused key once the others finished');
     await expectExecutions(context, cap + 1, `${cap} keys, then the refused one again`);
     return `${cap} keys in flight → key ${cap + 1}: 429 + Retry-After: ${extra.retryAfter}; it ran later`;
   },
 };
 
+/**
+ * A 409 answered to `request` (`what` names it: "the 409"): it must carry Retry-After in whole seconds, and the
+ * same request is retried as it says until the answer is something else. The final answer and the retries.
+ */
+async function retryConflict<TInput>(
+  context: CheckContext<TInput>,
+  conflict: Sent,
+  request: KeyedRequest<TInput>,
+  what: string,
+) {
+  expectRetryAfterSeconds(conflict, what);
+  return retryWhileConflict(conflict, () => context.client.post(request), context.options);
+}
+
+/** "1 retry", "2 retries". */
+const countRetries = (retries: number) => `${retries} retr${retries === 1 ? 'y' : 'ies'}`;
+
 /** How long a duplicate may wait for the first request before the gate lets the first one go. */
 const DUPLICATE_PATIENCE_MS = 2_000;
-/** How long requests may take to reach the gate: far beyond any machine, short of a runner's test timeout. */
-const REACH_TIMEOUT_MS = 30_000;
-
-/** Waits until `count` executions wait at the gate; fails (and lets them go) if they never get there. */
-async function reachedInTime(gate: ExecutionGate, count: number, what: string) {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), REACH_TIMEOUT_MS);
-  });
-  const reached = await Promise.race([gate.reached(count).then(() => true), timedOut]);
-  clearTimeout(timer);
-  if (!reached) {
-    await gate.release();
-    fail(`${what} did not reach withHeldExecutions' gate within ${REACH_TIMEOUT_MS / 1000} s`);
-  }
-}
-
-/**
- * Marks a promise that is awaited later as handled now, so that a failure while the check does something else
- * first is not reported as an unhandled rejection; awaiting it still throws.
- */
-function inBackground<T>(promise: Promise<T>): Promise<T> {
-  promise.catch(() => {});
-  return promise;
-}
-
-/** Waits until the store holds every key (or, without a store, for the configured settle time). */
-async function waitUntilClaimed<TInput>(context: CheckContext<TInput>, keys: string[]) {
-  const { store, procedure } = context.target;
-  const scope = context.client.principal(0).scope;
-  if (!store || scope === undefined) {
-    await sleep(context.options.capSettleMs);
-    return;
-  }
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const records = await Promise.all(keys.map((key) => store.find({ scope, procedure, key })));
-    if (records.every((record) => record !== null)) return;
-    if (Date.now() > deadline)
-      fail(`only ${records.filter(Boolean).length} of ${keys.length} keys were claimed after 10 s`);
-    await sleep(25);
-  }
-}
 
 export const concurrency: ConformanceCheck = {
   id: ConformanceCheckId.concurrency,
@@ -203,11 +165,8 @@ export const concurrency: ConformanceCheck = {
   unavailableReason: () => null,
   async run(context) {
     const parallel = context.options.concurrency;
-    const key = context.newKey();
-    const input = context.target.input();
-    const answers = await Promise.all(
-      Array.from({ length: parallel }, () => context.client.post({ key, input })),
-    );
+    const request = newRequest(context);
+    const answers = await Promise.all(Array.from({ length: parallel }, () => context.client.post(request)));
     const fresh = answers.filter(isFresh);
     const replays = answers.filter(isReplay);
     const conflicts = answers.filter((sent) => sent.status === 409);
@@ -230,23 +189,14 @@ export const concurrency: ConformanceCheck = {
     let maxRetries = 0;
     const settled: Sent[] = await Promise.all(
       conflicts.map(async (conflict) => {
-        if (!isConflict(conflict))
-          fail(`a 409 must carry Retry-After in whole seconds: ${describeSent(conflict)}`);
-        const { final, retries } = await retryWhileConflict(
-          conflict,
-          () => context.client.post({ key, input }),
-          context.options,
-        );
+        const { final, retries } = await retryConflict(context, conflict, request, 'a 409');
         maxRetries = Math.max(maxRetries, retries);
         return final;
       }),
     );
     for (const sent of settled) expectReplayOf(sent, original, 'a 409 retried');
     await expectExecutions(context, 1, `${parallel} parallel requests and the retries of their 409s`);
-    const retried =
-      conflicts.length === 0
-        ? ''
-        : `; every 409 replayed after ≤ ${maxRetries} retr${maxRetries === 1 ? 'y' : 'ies'}`;
+    const retried = conflicts.length === 0 ? '' : `; every 409 replayed after ≤ ${countRetries(maxRetries)}`;
     return `${parallel} parallel: ${tally}${retried}; 1 execution`;
   },
 };

@@ -4,14 +4,17 @@
  */
 import { MAX_KEY_LENGTH } from '../../protocol.ts';
 import {
+  type CheckContext,
   type ConformanceCheck,
   ConformanceCheckId,
   expectExecutions,
-  expectFresh,
   expectNothingStored,
   expectRejected,
   fail,
 } from '../check.ts';
+import type { Sent } from '../client.ts';
+import type { ConformanceTarget } from '../target.ts';
+import { newRequest, sendExpectingFresh } from './requests.ts';
 
 const always = () => null;
 
@@ -19,6 +22,17 @@ const always = () => null;
 function expectNamesTheHeader(body: string, what: string) {
   if (!body.includes('Idempotency-Key'))
     fail(`${what}: the 400 does not mention Idempotency-Key, so it is not the key being refused: ${body}`);
+}
+
+/** A refusal before anything ran (`what` names the request): `status`, not marked as a replay, no execution. */
+async function expectRefusedBeforeRunning<TInput>(
+  context: CheckContext<TInput>,
+  sent: Sent,
+  status: number,
+  what: string,
+) {
+  expectRejected(sent, status, what);
+  await expectExecutions(context, 0, what);
 }
 
 export const missingKey: ConformanceCheck = {
@@ -72,50 +86,66 @@ export const noPrincipal: ConformanceCheck = {
   title: 'no principal → 401, nothing executed or stored (the same key then runs for a real principal)',
   unavailableReason: always,
   async run(context) {
-    const key = context.newKey();
-    const input = context.target.input();
-    const sent = await context.client.post({ key, input, from: 'anonymous' });
-    expectRejected(sent, 401, 'unauthenticated request');
-    await expectExecutions(context, 0, 'unauthenticated request');
-    const authenticated = await context.client.post({ key, input });
-    expectFresh(authenticated, 'the same key from principal A');
+    const request = newRequest(context);
+    const sent = await context.client.post({ ...request, from: 'anonymous' });
+    await expectRefusedBeforeRunning(context, sent, 401, 'unauthenticated request');
+    await sendExpectingFresh(context, request, 'the same key from principal A');
     return '401, 0 executions; then principal A ran the key';
   },
 };
 
-export const invalidInput: ConformanceCheck = {
+/** An input the contract refuses with 400, as one check. */
+interface RefusedInput {
+  id: ConformanceCheckId;
+  title: string;
+  /** Names the request with this input in failure details. */
+  what: string;
+  input<TInput>(target: ConformanceTarget<TInput>): unknown;
+  /** When given, the check also counts exactly one execution once the valid input ran; this names the two. */
+  countedAs?: string;
+  /** The check's account of a pass. */
+  passed: string;
+}
+
+/**
+ * The check of an input the contract refuses with 400 before anything runs: sent with a new key, it executes
+ * nothing and stores nothing, so the same key with a valid input then runs.
+ */
+function refusedInputCheck(refused: RefusedInput): ConformanceCheck {
+  return {
+    id: refused.id,
+    title: refused.title,
+    unavailableReason: always,
+    async run(context) {
+      const key = context.newKey();
+      const sent = await context.client.post({ key, input: refused.input(context.target) });
+      await expectRefusedBeforeRunning(context, sent, 400, refused.what);
+      await expectNothingStored(context, key, refused.what);
+      const valid = { key, input: context.target.input() };
+      await sendExpectingFresh(context, valid, 'the same key with a valid input');
+      if (refused.countedAs !== undefined) await expectExecutions(context, 1, refused.countedAs);
+      return refused.passed;
+    },
+  };
+}
+
+export const invalidInput = refusedInputCheck({
   id: ConformanceCheckId.invalidInput,
   title: 'input that fails validation → 400, not stored: the same key with a valid input then runs',
-  unavailableReason: always,
-  async run(context) {
-    const key = context.newKey();
-    const sent = await context.client.post({ key, input: context.target.invalidInput() });
-    expectRejected(sent, 400, 'invalid input');
-    await expectExecutions(context, 0, 'invalid input');
-    await expectNothingStored(context, key, 'invalid input');
-    const valid = await context.client.post({ key, input: context.target.input() });
-    expectFresh(valid, 'the same key with a valid input');
-    await expectExecutions(context, 1, 'invalid then valid input');
-    return '400, nothing stored; the same key then ran once';
-  },
-};
+  what: 'invalid input',
+  input: (target) => target.invalidInput(),
+  countedAs: 'invalid then valid input',
+  passed: '400, nothing stored; the same key then ran once',
+});
 
-export const unfingerprintableInput: ConformanceCheck = {
+export const unfingerprintableInput = refusedInputCheck({
   id: ConformanceCheckId.unfingerprintableInput,
   title: 'input that cannot be fingerprinted (a lone surrogate) → 400, never a 5xx; nothing stored',
-  unavailableReason: always,
-  async run(context) {
-    const key = context.newKey();
-    // JSON.stringify escapes the lone surrogate as \ud800; the server parses it back into an ill-formed string.
-    const sent = await context.client.post({ key, input: { idemConformance: '\ud800' } });
-    expectRejected(sent, 400, 'input with a lone surrogate');
-    await expectExecutions(context, 0, 'input with a lone surrogate');
-    await expectNothingStored(context, key, 'input with a lone surrogate');
-    const valid = await context.client.post({ key, input: context.target.input() });
-    expectFresh(valid, 'the same key with a valid input');
-    return '400; the same key then ran';
-  },
-};
+  what: 'input with a lone surrogate',
+  // JSON.stringify escapes the lone surrogate as \ud800; the server parses it back into an ill-formed string.
+  input: () => ({ idemConformance: '\ud800' }),
+  passed: '400; the same key then ran',
+});
 
 export const batched: ConformanceCheck = {
   id: ConformanceCheckId.batched,
@@ -123,14 +153,11 @@ export const batched: ConformanceCheck = {
   unavailableReason: (target) =>
     target.protocol === 'http' ? 'a plain HTTP target has no batches (tRPC targets only)' : null,
   async run(context) {
-    const key = context.newKey();
-    const input = context.target.input();
-    const sent = await context.client.post({ key, input, batched: true });
-    expectRejected(sent, 400, 'batch of two');
-    await expectExecutions(context, 0, 'batch of two');
-    await expectNothingStored(context, key, 'batch of two');
-    const alone = await context.client.post({ key, input });
-    expectFresh(alone, 'the same key sent alone');
+    const request = newRequest(context);
+    const sent = await context.client.post({ ...request, batched: true });
+    await expectRefusedBeforeRunning(context, sent, 400, 'batch of two');
+    await expectNothingStored(context, request.key, 'batch of two');
+    await sendExpectingFresh(context, request, 'the same key sent alone');
     return '400 for the batch, 0 executions; the same key alone then ran';
   },
 };

@@ -7,17 +7,16 @@ import {
   expectFresh,
   expectReplayOf,
   fail,
+  recordsOf,
 } from '../check.ts';
+import { sendFresh } from './requests.ts';
 
 export const scope: ConformanceCheck = {
   id: ConformanceCheckId.scope,
   title: 'the same key from two principals → two executions; each replays only its own answer',
   unavailableReason: () => null,
   async run(context) {
-    const key = context.newKey();
-    const input = context.target.input();
-    const fromA = await context.client.post({ key, input, from: 0 });
-    expectFresh(fromA, 'principal A');
+    const { key, input, first: fromA } = await sendFresh(context, 'principal A');
     const fromB = await context.client.post({ key, input, from: 1 });
     if (fromB.replayed !== null)
       fail(`principal B got a replay (of A's answer?) instead of its own execution`);
@@ -28,14 +27,13 @@ export const scope: ConformanceCheck = {
     expectReplayOf(await context.client.post({ key, input, from: 1 }), fromB, 'principal B again');
     await expectExecutions(context, 2, 'after both replays');
 
-    const { store } = context.target;
-    const scopeA = context.client.principal(0).scope;
-    const scopeB = context.client.principal(1).scope;
-    if (store && scopeA !== undefined && scopeB !== undefined) {
-      if (scopeA === scopeB) fail('the target gives both principals the same scope');
-      for (const scopeOf of [scopeA, scopeB]) {
-        const record = await store.find({ scope: scopeOf, procedure: context.target.procedure, key });
-        if (record?.state !== RecordState.completed) fail(`no completed record for scope ${scopeOf}`);
+    const recordsOfA = recordsOf(context, 0);
+    const recordsOfB = recordsOf(context, 1);
+    if (recordsOfA && recordsOfB) {
+      if (recordsOfA.scope === recordsOfB.scope) fail('the target gives both principals the same scope');
+      for (const records of [recordsOfA, recordsOfB]) {
+        const record = await records.find(key);
+        if (record?.state !== RecordState.completed) fail(`no completed record for scope ${records.scope}`);
       }
     }
     return '2 executions, each principal replays its own answer';

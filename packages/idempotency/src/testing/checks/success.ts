@@ -4,11 +4,11 @@ import {
   type ConformanceCheck,
   ConformanceCheckId,
   expectExecutions,
-  expectFresh,
   expectReplayOf,
   fail,
-  sendFresh,
+  recordsOf,
 } from '../check.ts';
+import { sendFresh } from './requests.ts';
 
 const always = () => null;
 
@@ -17,18 +17,15 @@ export const firstRequest: ConformanceCheck = {
   title: 'first request with a new key → 2xx (tRPC: 200), executed once, not marked as a replay',
   unavailableReason: always,
   async run(context) {
-    const key = context.newKey();
-    const sent = await context.client.post({ key, input: context.target.input() });
-    expectFresh(sent, 'first request');
+    const { key, first } = await sendFresh(context);
     await expectExecutions(context, 1, 'first request');
-    const { store } = context.target;
-    const scope = context.client.principal(0).scope;
-    if (store && scope !== undefined) {
-      const record = await store.find({ scope, procedure: context.target.procedure, key });
+    const records = recordsOf(context);
+    if (records) {
+      const record = await records.find(key);
       if (record?.state !== RecordState.completed)
         fail(`first request: expected a completed record in the store, found ${record?.state ?? 'none'}`);
     }
-    return `${sent.status} in ${sent.receivedAt - sent.sentAt} ms, 1 execution`;
+    return `${first.status} in ${first.receivedAt - first.sentAt} ms, 1 execution`;
   },
 };
 
@@ -69,10 +66,7 @@ export const quotedKey: ConformanceCheck = {
   title: 'the key as a quoted sf-string ("<key>") is the same key as the bare value → replay',
   unavailableReason: always,
   async run(context) {
-    const key = context.newKey();
-    const input = context.target.input();
-    const bare = await context.client.post({ key, input });
-    expectFresh(bare, 'bare key');
+    const { key, input, first: bare } = await sendFresh(context, 'bare key');
     const quoted = await context.client.post({ key: `"${key}"`, input });
     expectReplayOf(quoted, bare, 'quoted key');
     await expectExecutions(context, 1, 'bare then quoted key');
