@@ -76,17 +76,21 @@ describe('versusRedis', () => {
   });
 
   it("judges the replay target on Idem's median and shows the tRPC floor of the same rounds", () => {
-    const replay = table.targets[1];
+    const [, replay, cached] = table.targets;
     expect(replay?.value).toBe(0.3);
     expect(replay?.met).toBe(false);
     // The no-op route's 0.9 ms ÷ Idem's 2 ms first execution.
     expect(replay?.detail).toContain('0.45 (0.45–0.45, 3 runs)');
+    // With the replay cache (half the replay time in these rounds): 0.15, met.
+    expect(cached?.value).toBe(0.15);
+    expect(cached?.met).toBe(true);
     expect(versusRedis(peersOf([round(900, 950, { idem: 0.4, first: 2 })])).targets[1]?.met).toBe(true);
   });
 
   it('writes the before → now cells and one row per target', () => {
     const lines = versusRedisMarkdown(table, 'context').split('\n');
     expect(lines[4]).toContain('| 0.60 / 0.67 → **0.90** (0.80–0.96, 3 runs) |');
-    expect(lines.filter((line) => line.includes('**no**'))).toHaveLength(2);
+    expect(lines.filter((line) => line.includes('| **no** |'))).toHaveLength(2);
+    expect(lines.filter((line) => line.includes('| yes |'))).toHaveLength(1);
   });
 });

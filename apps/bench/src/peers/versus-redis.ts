@@ -129,16 +129,19 @@ export function versusRedis(peers: PeersResult): VersusRedis {
           `${rounds.length} rounds. Where it is behind: the server's CPU per request is the limit ` +
           '(`pnpm bench:load-profile`, "Where a protected request waits at 32 connections")',
       },
-      {
-        label: 'replay p50 ÷ first-execution p50, Idem',
+      ...[
+        { label: 'Idem (the defaults)', runs: idemReplay },
+        { label: 'Idem + `replayCache({ rememberCommitted: true })`', runs: cachedReplay },
+      ].map(({ label, runs }) => ({
+        label: `replay p50 ÷ first-execution p50, ${label}`,
         target: `≤ ${REPLAY_TARGET}`,
-        value: median(idemReplay),
-        runs: idemReplay,
-        met: median(idemReplay) <= REPLAY_TARGET,
+        value: median(runs),
+        runs,
+        met: median(runs) <= REPLAY_TARGET,
         detail:
-          `with \`replayCache\` ${shown(cachedReplay)}; the floor, a tRPC route on the same server that does ` +
-          `nothing ÷ Idem's first execution: ${shown(replayFloor)} — no replay answered through tRPC can cost less`,
-      },
+          "the floor, a tRPC route on the same server that does nothing ÷ Idem's first execution: " +
+          `${shown(replayFloor)} — no replay answered through tRPC can cost less`,
+      })),
     ],
   };
 }
