@@ -108,6 +108,33 @@ afterAll(async () => {
   await scratch?.drop();
 });
 
+/**
+ * Holds a handler after its effect's insert — its claim made and not committed — until `open()`; `reached` resolves
+ * once a handler is there, so a test starts the next delivery only after the first has claimed (not after a
+ * sleep that a loaded machine can outlast: CI run 23 did).
+ */
+interface Gate {
+  hold(): Promise<void>;
+  reached: Promise<void>;
+  open(): void;
+}
+
+function gate(): Gate {
+  const arrived = deferred<void>();
+  const opened = deferred<void>();
+  return {
+    hold: () => {
+      arrived.resolve();
+      return opened.promise;
+    },
+    reached: arrived.promise,
+    open: () => opened.resolve(),
+  };
+}
+
+/** Time for the second delivery to reach the first's uncommitted row; the outcome is the same if it comes later. */
+const aMoment = () => new Promise((resolve) => setTimeout(resolve, 100));
+
 function message(id: string, body: unknown): QueueMessage {
   return { id, type: 'order.ship', body: json(body), deliveryCount: 1, headers: {} };
 }
@@ -124,7 +151,7 @@ describe.each(['Postgres', 'MariaDB', 'SQLite'])('the consumer under races on %s
 
   function consumerOn(
     store: IdempotencyStore<SqlExecutor>,
-    gate?: Promise<void>,
+    gate?: Gate,
     fail?: () => boolean,
     anomalies?: ConsumerAnomaly[],
   ) {
@@ -138,7 +165,7 @@ describe.each(['Postgres', 'MariaDB', 'SQLite'])('the consumer under races on %s
           received.id,
           received.body.v,
         );
-        if (gate) await gate;
+        if (gate) await gate.hold();
         if (fail?.()) throw new Error('handler failed');
       },
       onAnomaly: (anomaly) => anomalies?.push(anomaly),
@@ -148,12 +175,12 @@ describe.each(['Postgres', 'MariaDB', 'SQLite'])('the consumer under races on %s
   it('two deliveries of one id at once, from two processes: one executed, one duplicate, one effect', async () => {
     const [a, b] = backend().stores;
     const id = randomUUID();
-    const gate = deferred<void>();
-    const first = consumerOn(a, gate.promise).handle(message(id, { v: 'same' }));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    const gated = gate();
+    const first = consumerOn(a, gated).handle(message(id, { v: 'same' }));
+    await gated.reached;
     const second = consumerOn(b).handle(message(id, { v: 'same' }));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    gate.resolve();
+    await aMoment();
+    gated.open();
     const outcomes = (await Promise.all([first, second])).map((d) =>
       d.action === 'ack' ? d.outcome : d.action,
     );
@@ -164,13 +191,13 @@ describe.each(['Postgres', 'MariaDB', 'SQLite'])('the consumer under races on %s
   it('a redelivery with another body while the first is uncommitted: the first commits → an anomaly, nothing run twice', async () => {
     const [a, b] = backend().stores;
     const id = randomUUID();
-    const gate = deferred<void>();
+    const gated = gate();
     const anomalies: ConsumerAnomaly[] = [];
-    const first = consumerOn(a, gate.promise).handle(message(id, { v: 'one' }));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    const first = consumerOn(a, gated).handle(message(id, { v: 'one' }));
+    await gated.reached;
     const second = consumerOn(b, undefined, undefined, anomalies).handle(message(id, { v: 'two' }));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    gate.resolve();
+    await aMoment();
+    gated.open();
     expect(await first).toEqual({ action: 'ack', outcome: 'executed' });
     expect(await second).toEqual({ action: 'ack', outcome: 'anomaly' });
     expect(anomalies).toHaveLength(1);
@@ -180,12 +207,12 @@ describe.each(['Postgres', 'MariaDB', 'SQLite'])('the consumer under races on %s
   it('a redelivery with another body while the first is uncommitted: the first rolls back → the second runs, once', async () => {
     const [a, b] = backend().stores;
     const id = randomUUID();
-    const gate = deferred<void>();
-    const first = consumerOn(a, gate.promise, () => true).handle(message(id, { v: 'one' }));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    const gated = gate();
+    const first = consumerOn(a, gated, () => true).handle(message(id, { v: 'one' }));
+    await gated.reached;
     const second = consumerOn(b).handle(message(id, { v: 'two' }));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    gate.resolve();
+    await aMoment();
+    gated.open();
     expect((await first).action).toBe('retry');
     expect(await second).toEqual({ action: 'ack', outcome: 'executed' });
     expect(await effectsOf(id)).toEqual(['two']);
@@ -226,12 +253,12 @@ describe.each(['Postgres', 'MariaDB', 'SQLite'])('the consumer under races on %s
     const id = randomUUID();
     await consumerOn(a).handle(message(id, { v: 'old' }));
     await backend().expire(id);
-    const gate = deferred<void>();
-    const first = consumerOn(a, gate.promise).handle(message(id, { v: 'new' }));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    const gated = gate();
+    const first = consumerOn(a, gated).handle(message(id, { v: 'new' }));
+    await gated.reached;
     const second = consumerOn(b).handle(message(id, { v: 'new' }));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    gate.resolve();
+    await aMoment();
+    gated.open();
     const outcomes = (await Promise.all([first, second])).map((d) =>
       d.action === 'ack' ? d.outcome : d.action,
     );
@@ -242,15 +269,15 @@ describe.each(['Postgres', 'MariaDB', 'SQLite'])('the consumer under races on %s
   it('five deliveries of one id at once in one process, the first failing: never two executed, one effect', async () => {
     const [a] = backend().stores;
     const id = randomUUID();
-    const gate = deferred<void>();
+    const gated = gate();
     let calls = 0;
-    const consumer = consumerOn(a, gate.promise, () => {
+    const consumer = consumerOn(a, gated, () => {
       calls += 1;
       return calls === 1;
     });
     const deliveries = Array.from({ length: 5 }, () => consumer.handle(message(id, { v: 'same' })));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    gate.resolve();
+    await gated.reached;
+    gated.open();
     const outcomes = (await Promise.all(deliveries)).map((d) => (d.action === 'ack' ? d.outcome : d.action));
     expect(outcomes.filter((o) => o === 'executed')).toHaveLength(1);
     expect(outcomes.filter((o) => o === 'retry')).toHaveLength(1);
