@@ -305,6 +305,19 @@ describe('bounds', () => {
     expect(cache.replay(request('l'))).toMatchObject({ body: 'y'.repeat(40) });
   });
 
+  it('rememberCommitted: ignored unless asked for; an expiry past what a Date holds still ends at ttlSeconds', () => {
+    const response = { kind: 'output', httpStatus: 200, body: 'R' } as const;
+    const off = createReplayCache();
+    off.rememberCommitted?.(request('r'), response, new Date(Date.now() + 86_400_000));
+    expect(off.size).toBe(0);
+    let now = 1_000_000;
+    const on = createReplayCache({ rememberCommitted: true, ttlSeconds: 60, now: () => now });
+    on.rememberCommitted?.(request('r'), response, new Date(Number.NaN));
+    expect(on.replay(request('r'))).toEqual(response);
+    now += 61_000;
+    expect(on.replay(request('r'))).toBeUndefined();
+  });
+
   it("remembers only a completed record of the request's own fingerprint; a replay is a copy", () => {
     const cache = createReplayCache();
     cache.remember(request('p'), { ...completed('p', 'P'), state: 'processing', response: null });

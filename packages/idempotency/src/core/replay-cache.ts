@@ -111,7 +111,12 @@ export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache
     remember(request, record) {
       if (record.state !== RecordState.completed || !record.response) return;
       if (record.fingerprint !== request.fingerprint) return;
-      const until = Math.min(now() + ttlMs, record.expiresAt.getTime() - marginMs);
+      // An expiry past what a Date holds (a retention of millennia, estimated by rememberCommitted) is no bound.
+      const rowEnds = record.expiresAt.getTime();
+      const until = Math.min(
+        now() + ttlMs,
+        Number.isNaN(rowEnds) ? Number.POSITIVE_INFINITY : rowEnds - marginMs,
+      );
       if (until <= now()) return;
       const size = JSON.stringify(record.response).length;
       if (size > maxBytes / 10) return;
