@@ -4,27 +4,35 @@
  * a procedure that catches that error and answers a success still "completes": the completion's UPDATE matches
  * no row, the COMMIT commits nothing, and the request reports `executed`. The database holds no key (a retry
  * elsewhere runs the procedure again), yet this process would remember a response that was never committed and
- * answer every duplicate with it. CONTROL: the same request without the deadlock is stored.
+ * answer every duplicate with it. CONTROL: the same request without the deadlock is stored. Also behind
+ * withTransactionFence (the README’s MariaDB setup): the fence sees no COMMIT or ROLLBACK, the server ended it.
  */
 import { randomUUID } from 'node:crypto';
+import { createMariadbPrismaClient } from '@idem/mariadb-test-db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveOptions } from '../src/core/config.ts';
 import type { IdempotentRequest } from '../src/core/request.ts';
 import { handleTransactional } from '../src/core/transactional.ts';
 import { createReplayCache, fingerprintRequest, type StoredResponse } from '../src/index.ts';
-import { createMariadbIdempotencyStore } from '../src/mariadb/index.ts';
+import { createMariadbIdempotencyStore, withTransactionFence } from '../src/mariadb/index.ts';
 import { hasMariadbErrno } from '../src/mariadb/sql.ts';
 import { deferred, sleep } from './support/db.ts';
 import { connectMariadbWithOwnTable, type MariadbWithOwnTable } from './support/mariadb.ts';
 
 let mariadb: MariadbWithOwnTable;
 let db: MariadbWithOwnTable['db'];
-let store: ReturnType<typeof createMariadbIdempotencyStore<MariadbWithOwnTable['db']>>;
+type Store = ReturnType<typeof createMariadbIdempotencyStore<MariadbWithOwnTable['db']>>;
+let store: Store;
+/** The README's setup: the adapter wrapped with `withTransactionFence`. */
+let fencedDb: MariadbWithOwnTable['db'];
+let fencedStore: Store;
 
 beforeAll(async () => {
   mariadb = await connectMariadbWithOwnTable();
   db = mariadb.db;
   store = createMariadbIdempotencyStore(db);
+  fencedDb = createMariadbPrismaClient(mariadb.scratch.url, 10, withTransactionFence);
+  fencedStore = createMariadbIdempotencyStore(fencedDb);
   await mariadb.scratch.execute([
     'CREATE TABLE dl (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB',
     'INSERT INTO dl VALUES (1, 0), (2, 0)',
@@ -32,6 +40,7 @@ beforeAll(async () => {
   ]);
 });
 afterAll(async () => {
+  await fencedDb.$disconnect();
   await mariadb.dispose();
 });
 
@@ -57,6 +66,7 @@ async function runWithDeadlock(
   request: IdempotentRequest,
   deadlock: boolean,
   replayCache = createReplayCache({ rememberCommitted: true }),
+  on: Store = store,
 ) {
   const options = resolveOptions({ replayCache, lockTimeoutMs: 5_000 });
   procedureCaught = undefined;
@@ -76,7 +86,7 @@ async function runWithDeadlock(
         { timeout: 20_000, maxWait: 5_000 },
       )
     : Promise.resolve();
-  const handled = await handleTransactional(store, options, request, async (tx) => {
+  const handled = await handleTransactional(on, options, request, async (tx) => {
     await tx.$executeRawUnsafe('UPDATE dl SET v = v + 1 WHERE id = 1');
     if (deadlock) {
       await otherLocked.promise;
@@ -135,5 +145,18 @@ describe('rememberCommitted on MariaDB: a deadlock victim the procedure caught',
     expect(await store.find(request)).toBeNull();
     expect(replayCache.replay(request)).toBeUndefined();
     expect(replayCache.size).toBe(0);
+  });
+
+  it('the same behind withTransactionFence (the README’s setup): nothing stored, nothing replayed from memory', async () => {
+    const request = newRequest();
+    const replayCache = createReplayCache({ rememberCommitted: true });
+    const failure = await runWithDeadlock(request, true, replayCache, fencedStore).then(
+      ({ handled }) => ({ handled }),
+      (error: unknown) => ({ error }),
+    );
+    expect(hasMariadbErrno(procedureCaught, 1213, /Deadlock found/i)).toBe(true);
+    expect(await fencedStore.find(request)).toBeNull();
+    expect(failure).toMatchObject({ error: { name: 'TransactionLostError' } });
+    expect(replayCache.replay(request)).toBeUndefined();
   });
 });
