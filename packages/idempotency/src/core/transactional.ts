@@ -196,7 +196,8 @@ async function runTransactional<TTx, TResult>(
       // its error caught may have left the transaction unable to commit (Postgres then answers the COMMIT with a
       // silent ROLLBACK): the store checks it first, where its COMMIT would not say.
       if (responseBeforeRun) await store.checkTransaction?.(tx);
-      else await store.complete(request, owner, outcome.response, tx);
+      else if (!(await store.complete(request, owner, outcome.response, tx)))
+        throw new TransactionLostError();
       stored = outcome.response;
       return { kind: 'executed', result: outcome.result };
     }, transactionOptions);
@@ -287,6 +288,24 @@ async function recordStoredError<TTx, TResult>(
   } catch (error) {
     if (store.isLockTimeout(error)) throw inProgressError(options.retryAfterSeconds);
     throw error;
+  }
+}
+
+/**
+ * The completion, in the claim's own transaction, matched no row: the claim is gone, so the database ended the
+ * transaction under the procedure (InnoDB rolls a deadlock victim back whole, the claim with it, and the session
+ * carries on outside any transaction, its next statements committed one by one). Its COMMIT would commit
+ * nothing: the request fails instead of answering (and remembering, `rememberCommitted`) a response that is not
+ * stored.
+ */
+export class TransactionLostError extends Error {
+  override readonly name = 'TransactionLostError';
+
+  constructor() {
+    super(
+      'idempotency completion matched no row: the transaction that claimed the key was rolled back before its ' +
+        'COMMIT (a deadlock victim whose error the procedure caught?), so nothing of it is stored',
+    );
   }
 }
 
