@@ -10,11 +10,16 @@
 import { randomUUID } from 'node:crypto';
 import { createMariadbPrismaClient } from '@idem/mariadb-test-db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createIdempotentConsumer, type QueueMessage } from '../src/consumer/index.ts';
 import { resolveOptions } from '../src/core/config.ts';
 import type { IdempotentRequest } from '../src/core/request.ts';
 import { handleTransactional } from '../src/core/transactional.ts';
 import { createReplayCache, fingerprintRequest, type StoredResponse } from '../src/index.ts';
-import { createMariadbIdempotencyStore, withTransactionFence } from '../src/mariadb/index.ts';
+import {
+  createMariadbIdempotencyStore,
+  type SqlExecutor,
+  withTransactionFence,
+} from '../src/mariadb/index.ts';
 import { hasMariadbErrno } from '../src/mariadb/sql.ts';
 import { deferred, sleep } from './support/db.ts';
 import { connectMariadbWithOwnTable, type MariadbWithOwnTable } from './support/mariadb.ts';
@@ -59,49 +64,58 @@ function newRequest(): IdempotentRequest {
 }
 
 /**
- * Runs `request` with the procedure made a deadlock victim (when `deadlock`): it locks row 1, a heavier
- * transaction locks row 2, the procedure asks for row 2 and the other for row 1. The procedure catches its error.
+ * A heavier transaction that makes the procedure's next statement a deadlock victim: once the procedure holds row
+ * 1, `victimStatement(tx)` asks for row 2 while the other holds it and then asks for row 1; the procedure catches
+ * its error (kept in `procedureCaught`), as a procedure that shrugs off a failed statement of its own would. Await
+ * `other` afterwards.
  */
-async function runWithDeadlock(
-  request: IdempotentRequest,
-  deadlock: boolean,
-  replayCache = createReplayCache({ rememberCommitted: true }),
-  on: Store = store,
-) {
-  const options = resolveOptions({ replayCache, lockTimeoutMs: 5_000 });
-  procedureCaught = undefined;
+function deadlock() {
   const otherLocked = deferred<void>();
   const procedureWaiting = deferred<void>();
-  const other = deadlock
-    ? db.$transaction(
-        async (tx) => {
-          // Heavier than the procedure (more rows changed): InnoDB rolls the lighter one back.
-          for (let i = 0; i < 30; i += 1) await tx.$executeRawUnsafe('INSERT INTO heavy (v) VALUES (1)');
-          await tx.$executeRawUnsafe('UPDATE dl SET v = v + 1 WHERE id = 2');
-          otherLocked.resolve();
-          await procedureWaiting.promise;
-          await sleep(300);
-          await tx.$executeRawUnsafe('UPDATE dl SET v = v + 1 WHERE id = 1');
-        },
-        { timeout: 20_000, maxWait: 5_000 },
-      )
-    : Promise.resolve();
-  const handled = await handleTransactional(on, options, request, async (tx) => {
-    await tx.$executeRawUnsafe('UPDATE dl SET v = v + 1 WHERE id = 1');
-    if (deadlock) {
+  const other = db.$transaction(
+    async (tx) => {
+      // Heavier than the procedure (more rows changed): InnoDB rolls the lighter one back.
+      for (let i = 0; i < 30; i += 1) await tx.$executeRawUnsafe('INSERT INTO heavy (v) VALUES (1)');
+      await tx.$executeRawUnsafe('UPDATE dl SET v = v + 1 WHERE id = 2');
+      otherLocked.resolve();
+      await procedureWaiting.promise;
+      // Either order of the two crossing requests is a deadlock; this one lets the procedure's wait come first.
+      await sleep(300);
+      await tx.$executeRawUnsafe('UPDATE dl SET v = v + 1 WHERE id = 1');
+    },
+    { timeout: 20_000, maxWait: 5_000 },
+  );
+  return {
+    other,
+    async victimStatement(tx: SqlExecutor) {
       await otherLocked.promise;
       const waiting = tx.$executeRawUnsafe('UPDATE dl SET v = v + 1 WHERE id = 2');
       procedureWaiting.resolve();
       try {
         await waiting;
       } catch (error) {
-        // A procedure that shrugs off a failed statement of its own (logging it, say) and answers.
         procedureCaught = error;
       }
-    }
+    },
+  };
+}
+
+/** Runs `request` through transactional mode, its procedure made a deadlock victim when `withDeadlock`. */
+async function runWithDeadlock(
+  request: IdempotentRequest,
+  withDeadlock: boolean,
+  replayCache = createReplayCache({ rememberCommitted: true }),
+  on: Store = store,
+) {
+  const options = resolveOptions({ replayCache, lockTimeoutMs: 5_000 });
+  procedureCaught = undefined;
+  const crossing = withDeadlock ? deadlock() : null;
+  const handled = await handleTransactional(on, options, request, async (tx) => {
+    await tx.$executeRawUnsafe('UPDATE dl SET v = v + 1 WHERE id = 1');
+    await crossing?.victimStatement(tx);
     return { result: 'paid', response: output };
   });
-  await other;
+  await crossing?.other;
   return { handled, options, replayCache };
 }
 
@@ -158,5 +172,58 @@ describe('rememberCommitted on MariaDB: a deadlock victim the procedure caught',
     expect(await fencedStore.find(request)).toBeNull();
     expect(failure).toMatchObject({ error: { name: 'TransactionLostError' } });
     expect(replayCache.replay(request)).toBeUndefined();
+  });
+});
+
+describe('the consumer on MariaDB through Prisma: a deadlock victim its handler caught', () => {
+  const message = (): QueueMessage => ({
+    id: randomUUID(),
+    type: 'order.pay',
+    body: new TextEncoder().encode('{"orderId":"o-1"}'),
+    deliveryCount: 1,
+    headers: {},
+  });
+  const inboxRow = (received: QueueMessage) =>
+    store.find({ scope: 'review2-consumer', procedure: received.type, key: received.id });
+
+  function consumer(withDeadlock: boolean) {
+    const crossing = { current: null as ReturnType<typeof deadlock> | null };
+    const handle = createIdempotentConsumer<SqlExecutor, unknown>({
+      store,
+      name: 'review2-consumer',
+      handler: async (_received, tx) => {
+        await tx.$executeRawUnsafe('UPDATE dl SET v = v + 1 WHERE id = 1');
+        if (withDeadlock) {
+          crossing.current = deadlock();
+          await crossing.current.victimStatement(tx);
+        }
+      },
+    });
+    return {
+      handle: async (received: QueueMessage) => {
+        procedureCaught = undefined;
+        const decision = await handle.handle(received);
+        await crossing.current?.other;
+        return decision;
+      },
+    };
+  }
+
+  it('CONTROL: without the deadlock the message is acked executed and its inbox row stored', async () => {
+    const received = message();
+    expect(await consumer(false).handle(received)).toEqual({ action: 'ack', outcome: 'executed' });
+    expect((await inboxRow(received))?.state).toBe('completed');
+  });
+
+  it('is not acked: its transaction committed nothing, so the message is retried, and a redelivery runs it', async () => {
+    const received = message();
+    const decision = await consumer(true).handle(received);
+    expect(hasMariadbErrno(procedureCaught, 1213, /Deadlock found/i)).toBe(true);
+    expect(decision.action).toBe('retry');
+    expect(await inboxRow(received)).toBeNull();
+    expect(await consumer(false).handle({ ...received, deliveryCount: 2 })).toEqual({
+      action: 'ack',
+      outcome: 'executed',
+    });
   });
 });

@@ -188,3 +188,21 @@ export function storeUnavailableError(retryAfterSeconds: number, cause: unknown)
 export class IdempotencyStoreSetupError extends Error {
   override readonly name: string = 'IdempotencyStoreSetupError';
 }
+
+/**
+ * The transaction that claimed the key is gone before its COMMIT: its completion matched no row, or (a claim
+ * written completed) the store found no transaction open. The database ended it under the procedure — InnoDB
+ * rolls a deadlock victim back whole, the claim with it, and the session goes on outside any transaction. Its
+ * COMMIT would commit nothing, so the request fails instead of answering (and, with `rememberCommitted`,
+ * remembering) a response that is not stored. A server fault: a retry with the same key runs again.
+ */
+export class TransactionLostError extends Error {
+  override readonly name = 'TransactionLostError';
+
+  constructor() {
+    super(
+      'The transaction that claimed the idempotency key ended before its COMMIT (a deadlock victim whose error ' +
+        'the procedure caught?): nothing of it is stored.',
+    );
+  }
+}

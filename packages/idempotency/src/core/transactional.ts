@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { IdempotencyMode, inFlightCapOf, type ResolvedOptions } from './config.ts';
 import { IdempotencyStep, publishStep } from './diagnostics.ts';
-import { inProgressError, storeUnavailableError } from './errors.ts';
+import { inProgressError, storeUnavailableError, TransactionLostError } from './errors.ts';
 import type { IdempotencyRecord, StoredResponse } from './record.ts';
 import { replayFromMemory } from './replay-cache.ts';
 import { countReplay } from './replay-counts.ts';
@@ -288,24 +288,6 @@ async function recordStoredError<TTx, TResult>(
   } catch (error) {
     if (store.isLockTimeout(error)) throw inProgressError(options.retryAfterSeconds);
     throw error;
-  }
-}
-
-/**
- * The completion, in the claim's own transaction, matched no row: the claim is gone, so the database ended the
- * transaction under the procedure (InnoDB rolls a deadlock victim back whole, the claim with it, and the session
- * carries on outside any transaction, its next statements committed one by one). Its COMMIT would commit
- * nothing: the request fails instead of answering (and remembering, `rememberCommitted`) a response that is not
- * stored.
- */
-export class TransactionLostError extends Error {
-  override readonly name = 'TransactionLostError';
-
-  constructor() {
-    super(
-      'idempotency completion matched no row: the transaction that claimed the key was rolled back before its ' +
-        'COMMIT (a deadlock victim whose error the procedure caught?), so nothing of it is stored',
-    );
   }
 }
 

@@ -3,10 +3,12 @@
  * as the Postgres store (core/store.ts), kept with InnoDB's own primitives. Every time is the database's
  * UTC_TIMESTAMP(6), never the app's clock.
  */
+import { TransactionLostError } from '../core/errors.ts';
 import type { RecordKey, StoredResponse } from '../core/record.ts';
 import type { ClaimRequest, ClaimResult } from '../core/store.ts';
 import { type ClaimedRow, claimThrough } from '../stores/claim-flow.ts';
 import { isTrue, type KeyRow, recordOfRow, type SqlBoolean } from '../stores/key-row.ts';
+import { COMMIT_CHECKED } from '../stores/pooled-executor.ts';
 import type { SqlExecutor, StoreOnPrismaClient } from '../stores/prisma-client.ts';
 import { DEFAULT_IDEMPOTENCY_TABLE } from '../stores/table-name.ts';
 import {
@@ -255,6 +257,20 @@ export const createMariadbIdempotencyStore: StoreOnPrismaClient<MariadbStoreOpti
         tx ? claim(request, tx) : retryingDeadlocks(() => claim(request)),
       ),
     ...(options.leaseRenewal === false ? {} : { renewLease }),
+    // InnoDB ends a deadlock victim's whole transaction and the session goes on in autocommit: a procedure that
+    // caught that error would COMMIT nothing. Where no completion follows the run to notice (a claim written
+    // completed: the consumer's inbox), one round trip asks whether the transaction is still open — unless the
+    // executor's own COMMIT already refuses a lost transaction (mariadbPoolExecutor).
+    ...((db as { [COMMIT_CHECKED]?: boolean })[COMMIT_CHECKED] === true
+      ? {}
+      : {
+          async checkTransaction(tx: SqlExecutor) {
+            const [row] = await tx.$queryRawUnsafe<Array<{ open: number | bigint }>>(
+              'SELECT @@in_transaction AS open',
+            );
+            if (Number(row?.open) !== 1) throw new TransactionLostError();
+          },
+        }),
 
     async complete(key, owner, response: StoredResponse, tx?: SqlExecutor) {
       const text = responseText(response);

@@ -40,8 +40,9 @@ export interface PooledDriver<TConnection> {
 }
 
 /**
- * Marks an executor whose `$transaction` rejects when its COMMIT did not commit (see `PooledDriver.commit`): a
- * store on it need not check the transaction before the COMMIT (`IdempotencyStore.checkTransaction`).
+ * Marks an executor whose `$transaction` rejects when its COMMIT did not commit (see `PooledDriver.commit`) or
+ * the server ended the transaction under it (`PooledDriver.inTransaction`): a store on it need not check the
+ * transaction before the COMMIT (`IdempotencyStore.checkTransaction`).
  */
 export const COMMIT_CHECKED: unique symbol = Symbol.for('@idem/idempotency commit checked');
 
@@ -81,7 +82,7 @@ function boundedBy<T>(promise: Promise<T>, ms: number, error: () => Error): Prom
 export function pooledExecutor<TConnection>(driver: PooledDriver<TConnection>): PrismaClientLike {
   return {
     ...executorOn(driver, undefined),
-    ...(driver.commit ? { [COMMIT_CHECKED]: true } : {}),
+    ...(driver.commit || driver.inTransaction ? { [COMMIT_CHECKED]: true } : {}),
     async $transaction<R>(
       fn: (tx: never) => Promise<R>,
       options: { maxWait?: number; timeout?: number } = {},
