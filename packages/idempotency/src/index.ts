@@ -21,6 +21,7 @@ export {
   IdempotencyError,
   IdempotencyErrorCode,
   IdempotencyStoreSetupError,
+  TransactionLostError,
   UnstableScope,
   unstableScope,
 } from './core/errors.ts';
