@@ -12,6 +12,7 @@ export const armIds = [
   'none',
   'trpc',
   'trpc-noop',
+  'trpc-one-more-statement',
   'idem',
   'idem-replay-cache',
   'node-idempotency',
@@ -54,6 +55,14 @@ export const arms: Record<ArmId, Arm> = {
     label: 'tRPC route with no work (the floor of any tRPC answer)',
     server: 'idem',
     path: '/bench.noop',
+    baseline: null,
+    store: '–',
+  },
+  'trpc-one-more-statement': {
+    id: 'trpc-one-more-statement',
+    label: 'tRPC route with one more statement in its transaction (the ceiling of a database claim)',
+    server: 'idem',
+    path: '/bench.oneMoreStatement',
     baseline: null,
     store: '–',
   },
@@ -113,7 +122,7 @@ export const arms: Record<ArmId, Arm> = {
  */
 export const armGroups: ArmId[][] = [
   ['none', 'node-idempotency', 'powertools'],
-  ['trpc', 'idem', 'idem-replay-cache', 'trpc-noop'],
+  ['trpc', 'idem', 'idem-replay-cache', 'trpc-noop', 'trpc-one-more-statement'],
   ['express', 'express-idempotency'],
 ];
 

@@ -39,3 +39,14 @@ export function parseInput(body: unknown): { n: number } | null {
   const { n } = body as { n: unknown };
   return typeof n === 'number' && Number.isInteger(n) ? { n } : null;
 }
+
+/**
+ * THE handler with one more statement in its transaction (`select 1`): what any claim decided by the database
+ * adds at the least, timed as the ceiling of a claim that costs one round trip and nothing else.
+ */
+export function runEffectAndOneStatement(db: Database, n: number): Promise<Effect> {
+  return db.$transaction(async (tx) => {
+    await tx.$queryRawUnsafe('select 1');
+    return insertEffect(tx, n);
+  });
+}

@@ -107,6 +107,8 @@ export function versusRedis(peers: PeersResult): VersusRedis {
   const idemThroughput = perRound((round) => throughputRatio(round, 'idem'));
   const bestThroughput = perRound(bestRedisThroughput);
   const ahead = throughputLead.filter((lead) => lead >= 0).length;
+  // The ceiling of any claim the database decides: the same route with one more statement in its transaction.
+  const oneStatementCeiling = perRound((round) => round.p2Rps['trpc-one-more-statement'] / round.p2Rps.trpc);
 
   // Replay: the floor of any answer on the tRPC server (a route with no work) ÷ Idem's first execution.
   const replayFloor = perRound(
@@ -126,8 +128,9 @@ export function versusRedis(peers: PeersResult): VersusRedis {
         met: median(throughputLead) >= 0,
         detail:
           `Idem ${shown(idemThroughput)} vs the best Redis peer ${shown(bestThroughput)}; Idem ahead in ${ahead} of ` +
-          `${rounds.length} rounds. Where it is behind: the server's CPU per request is the limit ` +
-          '(`pnpm bench:load-profile`, "Where a protected request waits at 32 connections")',
+          `${rounds.length} rounds. The ceiling of any claim that costs one statement in the transaction (the ` +
+          `same route with one \`select 1\` more): ${shown(oneStatementCeiling)}. Where a request waits: ` +
+          '`pnpm bench:load-profile`, "Where a protected request waits at 32 connections"',
       },
       ...[
         { label: 'Idem (the defaults)', runs: idemReplay },

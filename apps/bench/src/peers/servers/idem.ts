@@ -2,7 +2,7 @@
  * (b) Idem, outside Next: `@idem/idempotency/trpc` `transactional()` on a tRPC standalone server, with the Prisma
  * store. `bench.protected` and `bench.unprotected` run the same handler; the only difference is the middleware
  * (the claim, the handler's insert and the stored result commit in ONE transaction). `bench.noop` runs no handler:
- * the floor of any answer on this server. No transformer on this router, so the idempotency layer gets the
+ * the floor of any answer on this server; `bench.oneMoreStatement` runs it with one more statement (`select 1`). No transformer on this router, so the idempotency layer gets the
  * identity transformer (its replay is then byte-identical JSON).
  */
 import type { Database } from '@idem/db';
@@ -12,7 +12,7 @@ import { createIdempotency } from '@idem/idempotency/trpc';
 import { initTRPC } from '@trpc/server';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { z } from 'zod';
-import { insertEffect, runEffect } from '../effect.ts';
+import { insertEffect, runEffect, runEffectAndOneStatement } from '../effect.ts';
 import type { StartServer } from './types.ts';
 
 interface BenchContext {
@@ -63,6 +63,10 @@ function createBenchRouter(db: Database, fastPath: object) {
       unprotected: t.procedure.input(benchInput).mutation(({ input }) => runEffect(db, input.n)),
       // The same input parsed and answered with no database work: the floor of any answer on this server.
       noop: t.procedure.input(benchInput).mutation(({ input }) => ({ n: input.n })),
+      // The same handler and one more statement in its transaction: the least a database claim can add.
+      oneMoreStatement: t.procedure
+        .input(benchInput)
+        .mutation(({ input }) => runEffectAndOneStatement(db, input.n)),
       protected: t.procedure
         .concat(idempotency.transactional())
         .input(benchInput)
