@@ -53,7 +53,7 @@ async function main(teardown: Teardown): Promise<void> {
     // Pays for the orders the job dedupe section fulfils.
     checkout: await next(checkout),
     jobs: await next(jobDedupe),
-    floor: next(pgbenchFloor),
+    floor: await next(pgbenchFloor),
     peers: await next(peers),
     clientSize: next(clientSize),
     storage: await next(storage),

@@ -87,6 +87,7 @@ const TARGETS = {
   checkout: INFORMATION,
   'job-dedupe': INFORMATION,
   floor: INFORMATION,
+  'floor-loaded': INFORMATION,
 } satisfies Record<string, FigureTarget>;
 
 export type FigureId = keyof typeof TARGETS;

@@ -13,6 +13,7 @@ export const armIds = [
   'trpc',
   'trpc-noop',
   'trpc-one-more-statement',
+  'idem-without-sql',
   'idem',
   'idem-replay-cache',
   'node-idempotency',
@@ -63,6 +64,15 @@ export const arms: Record<ArmId, Arm> = {
     label: 'tRPC route with one more statement in its transaction (the ceiling of a database claim)',
     server: 'idem',
     path: '/bench.oneMoreStatement',
+    baseline: null,
+    store: '–',
+  },
+  'idem-without-sql': {
+    id: 'idem-without-sql',
+    label:
+      'Idem `transactional()` over a store that writes nothing (the library’s JavaScript alone; protects nothing)',
+    server: 'idem',
+    path: '/bench.protectedWithoutSql',
     baseline: null,
     store: '–',
   },
@@ -122,7 +132,7 @@ export const arms: Record<ArmId, Arm> = {
  */
 export const armGroups: ArmId[][] = [
   ['none', 'node-idempotency', 'powertools'],
-  ['trpc', 'idem', 'idem-replay-cache', 'trpc-noop', 'trpc-one-more-statement'],
+  ['trpc', 'idem', 'idem-replay-cache', 'trpc-noop', 'trpc-one-more-statement', 'idem-without-sql'],
   ['express', 'express-idempotency'],
 ];
 

@@ -109,6 +109,8 @@ export function versusRedis(peers: PeersResult): VersusRedis {
   const ahead = throughputLead.filter((lead) => lead >= 0).length;
   // The ceiling of any claim the database decides: the same route with one more statement in its transaction.
   const oneStatementCeiling = perRound((round) => round.p2Rps['trpc-one-more-statement'] / round.p2Rps.trpc);
+  // The library's JavaScript alone: the same middleware over a store that writes nothing.
+  const javaScriptAlone = perRound((round) => round.p2Rps['idem-without-sql'] / round.p2Rps.trpc);
 
   // Replay: the floor of any answer on the tRPC server (a route with no work) ÷ Idem's first execution.
   const replayFloor = perRound(
@@ -128,8 +130,10 @@ export function versusRedis(peers: PeersResult): VersusRedis {
         met: median(throughputLead) >= 0,
         detail:
           `Idem ${shown(idemThroughput)} vs the best Redis peer ${shown(bestThroughput)}; Idem ahead in ${ahead} of ` +
-          `${rounds.length} rounds. The ceiling of any claim that costs one statement in the transaction (the ` +
-          `same route with one \`select 1\` more): ${shown(oneStatementCeiling)}. Where a request waits: ` +
+          `${rounds.length} rounds. Its JavaScript alone (the same middleware over a store that writes nothing): ` +
+          `${shown(javaScriptAlone)}; the rest is its SQL. The ceiling of any claim that costs one statement in ` +
+          `the transaction (the same route with one \`select 1\` more): ${shown(oneStatementCeiling)}. ` +
+          "The SQL alone at 32 clients: issue 14's pgbench rows. Where a request waits: " +
           '`pnpm bench:load-profile`, "Where a protected request waits at 32 connections"',
       },
       ...[

@@ -1,7 +1,15 @@
 /**
- * The pgbench floor: the claim, the handler's insert and the completion in one transaction against the insert
- * transaction alone, as SQL with no application in between (pgbench, 1 client, prepared statements as the store's
- * are): what the layer's statements cost Postgres at least. `runs` runs of `pgbenchSeconds`; 0 skips it.
+ * The pgbench floor: Idem's claim, the handler's insert and Idem's completion in one transaction against the
+ * insert transaction alone, as SQL with no application in between — what the layer's statements cost Postgres at
+ * least. The claim and the completion are the Prisma store's own statements (recorded from the real store, so the
+ * floor cannot drift from what it sends), in the round trips its fast path sends them: BEGIN with the claim, the
+ * insert, the completion with the COMMIT (pgbench pipelines), against BEGIN, insert, COMMIT one by one as Prisma's
+ * interactive transaction sends them. Prepared, as the store's statements are.
+ *
+ * Two loads: 1 client (latency: the two scripts interleaved at random in one run, `runs` runs) and 32 clients
+ * (throughput: each script alone, `runs` pairs of runs, the order alternating) — the SQL alone under the load of
+ * the peers' throughput figure, where Postgres is the whole load instead of sharing the cores with the app.
+ * `runs` runs of `pgbenchSeconds` each; 0 skips it.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,54 +17,114 @@ import os from 'node:os';
 import path from 'node:path';
 import { log } from '../log.ts';
 import type { BenchOptions } from '../options.ts';
+import { INSERT_EFFECT } from '../peers/effect.ts';
+import { type IdemStatements, recordedStatements } from '../profile/recorded-statements.ts';
 import { median } from '../stats.ts';
 import { type Figure, figure } from '../summary.ts';
 import type { SectionContext, Skipped } from './context.ts';
 
 export const name = 'pgbench floor';
 
+/** The clients of the throughput runs: the peers' P2 connections. */
+const LOADED_CLIENTS = 32;
+
 export function plannedSeconds(options: BenchOptions): number {
-  return options.pgbenchSeconds === 0 ? 0 : options.runs * options.pgbenchSeconds;
+  return options.pgbenchSeconds === 0 ? 0 : 3 * options.runs * options.pgbenchSeconds;
 }
 
-const CLAIM_SQL = `\\set n random(1, 1000000)
-\\set k random(1, 9000000000000000)
-begin;
-insert into idempotency_keys as k
-    (scope, procedure, key, fingerprint, state, lease_owner, locked_until, created_at, expires_at, replay_count)
-  values ('pgbench', 'bench.protected', 'k' || :k, repeat('a', 64), 'processing',
-    '00000000-0000-0000-0000-000000000001'::uuid, now() + make_interval(secs => 30), now(),
-    now() + make_interval(secs => 86400), 0)
-  on conflict (scope, procedure, key) do nothing
-  returning 1;
-insert into bench_effects (n) values (:n) returning id, at;
-update idempotency_keys set state = 'completed', response = '{"httpStatus":200,"body":"{}"}', http_status = 200,
-    lease_owner = null, locked_until = null
-  where scope = 'pgbench' and procedure = 'bench.protected' and key = 'k' || :k
-    and lease_owner = '00000000-0000-0000-0000-000000000001'::uuid and state = 'processing';
-commit;
-`;
+/** `value` as an SQL literal for a pgbench script (the recorded parameters: text and numbers). */
+function literal(value: unknown): string {
+  if (typeof value === 'number') return String(value);
+  if (typeof value === 'string') return `'${value.replaceAll("'", "''")}'`;
+  throw new Error(`pgbench floor: no literal for a parameter of type ${typeof value}`);
+}
 
-const BASELINE_SQL = `\\set n random(1, 1000000)
-begin;
-insert into bench_effects (n) values (:n) returning id, at;
-commit;
-`;
+/**
+ * `sql` with each $n replaced by `params[n - 1]` (already SQL), without its leading label comment (pgbench's
+ * prepared mode fails on a statement that opens with one: "could not determine data type of parameter $1").
+ */
+function bind(sql: string, params: string[]): string {
+  return sql.replace(/^\s*\/\*.*?\*\/\s*/, '').replace(/\$(\d+)/g, (_, index: string) => {
+    const param = params[Number(index) - 1];
+    if (param === undefined) throw new Error(`pgbench floor: the statement has no parameter $${index}`);
+    return param;
+  });
+}
+
+/** Idem's transaction as pgbench SQL, every key new (`:k`), each statement ended for pgbench. */
+export function idemScript(statements: IdemStatements): string {
+  // $1–$3 the key (every key new: `:k`), the rest as the store recorded them.
+  const params = (recorded: unknown[]) => [
+    literal('pgbench'),
+    literal('bench.protected'),
+    `'k' || :k`,
+    ...recorded.slice(3).map(literal),
+  ];
+  const claim = bind(statements.claim, params(statements.claimParams('', '', '')));
+  const complete = bind(statements.complete, params(statements.completeParams('', '', '')));
+  return [
+    '\\set n random(1, 1000000)',
+    '\\set k random(1, 9000000000000000)',
+    '\\startpipeline',
+    'begin;',
+    `${claim.trim()};`,
+    '\\endpipeline',
+    `${INSERT_EFFECT.replace('$1', ':n')};`,
+    '\\startpipeline',
+    `${complete.trim()};`,
+    'commit;',
+    '\\endpipeline',
+    '',
+  ].join('\n');
+}
+
+export const BASELINE_SCRIPT = [
+  '\\set n random(1, 1000000)',
+  'begin;',
+  `${INSERT_EFFECT.replace('$1', ':n')};`,
+  'commit;',
+  '',
+].join('\n');
 
 export interface PgbenchFloor {
-  /** Average latency of the claim transaction, ms (median over the runs). */
+  /** Average latency of the claim transaction, ms (median over the runs), 1 client. */
   claimMs: number;
-  /** Average latency of the insert transaction, ms (median over the runs). */
+  /** Average latency of the insert transaction, ms (median over the runs), 1 client. */
   baselineMs: number;
-  /** Median of the per-run ratios. */
+  /** Median of the per-run latency ratios, 1 client. */
   ratio: number;
   runs: number;
-  /** Each run's averages, ms. */
+  /** Each run's averages, ms, 1 client. */
   perRun: Array<{ claimMs: number; baselineMs: number }>;
+  /** At LOADED_CLIENTS clients: each pair of runs' transactions per second, each script alone. */
+  loaded: { clients: number; perRun: Array<{ claimTps: number; baselineTps: number }> };
 }
 
-export function run({ options, stack }: SectionContext): PgbenchFloor | Skipped {
-  log(`pgbench floor (${options.pgbenchSeconds} s × ${options.runs} runs, 1 client)`);
+interface Pgbench {
+  scripts: string[];
+  clients: number;
+  seconds: number;
+  databaseUrl: string;
+}
+
+/** pgbench's stdout, or the reason it could not run. */
+function pgbench({ scripts, clients, seconds, databaseUrl }: Pgbench): { stdout: string } | Skipped {
+  const args = ['-n', '-M', 'prepared', '-c', String(clients), '-j', String(Math.min(clients, 2))];
+  const result = spawnSync(
+    'pgbench',
+    [...args, '-T', String(seconds), ...scripts.flatMap((file) => ['-f', file]), databaseUrl],
+    { encoding: 'utf8' },
+  );
+  if (result.status !== 0) return { skipped: `pgbench failed: ${result.stderr.trim().split('\n').pop()}` };
+  return { stdout: result.stdout };
+}
+
+const tpsOf = (stdout: string) => Number(/tps = ([\d.]+)/.exec(stdout)?.[1] ?? Number.NaN);
+
+export async function run({ options, stack }: SectionContext): Promise<PgbenchFloor | Skipped> {
+  log(
+    `pgbench floor (${options.pgbenchSeconds} s × ${options.runs} runs, 1 client; ×2 at ${LOADED_CLIENTS})`,
+  );
   if (options.pgbenchSeconds === 0) return { skipped: 'BENCH_PGBENCH_SECONDS=0' };
   if (spawnSync('pgbench', ['--version'], { encoding: 'utf8' }).status !== 0)
     return { skipped: 'no pgbench' };
@@ -64,40 +132,36 @@ export function run({ options, stack }: SectionContext): PgbenchFloor | Skipped 
   try {
     const claim = path.join(dir, 'claim.sql');
     const baseline = path.join(dir, 'baseline.sql');
-    writeFileSync(claim, CLAIM_SQL);
-    writeFileSync(baseline, BASELINE_SQL);
+    writeFileSync(claim, idemScript(await recordedStatements()));
+    writeFileSync(baseline, BASELINE_SCRIPT);
+    const common = { seconds: options.pgbenchSeconds, databaseUrl: stack.databaseUrl };
     const perRun: PgbenchFloor['perRun'] = [];
+    const loaded: PgbenchFloor['loaded'] = { clients: LOADED_CLIENTS, perRun: [] };
     for (let index = 0; index < options.runs; index += 1) {
-      // Both scripts in ONE pgbench run (-f … -f …): transactions of the two kinds interleave at random.
-      const result = spawnSync(
-        'pgbench',
-        [
-          '-n',
-          '-M',
-          'prepared',
-          '-c',
-          '1',
-          '-T',
-          String(options.pgbenchSeconds),
-          '-f',
-          claim,
-          '-f',
-          baseline,
-          stack.databaseUrl,
-        ],
-        { encoding: 'utf8' },
+      // Both scripts in ONE run (-f … -f …): transactions of the two kinds interleave at random.
+      const both = pgbench({ ...common, scripts: [claim, baseline], clients: 1 });
+      if ('skipped' in both) return both;
+      const averages = [...both.stdout.matchAll(/SQL script \d+:[\s\S]*?latency average = ([\d.]+) ms/g)].map(
+        (match) => Number(match[1]),
       );
-      if (result.status !== 0)
-        return { skipped: `pgbench failed: ${result.stderr.trim().split('\n').pop()}` };
-      const averages = [
-        ...result.stdout.matchAll(/SQL script \d+:[\s\S]*?latency average = ([\d.]+) ms/g),
-      ].map((match) => Number(match[1]));
       const [claimMs, baselineMs] = averages;
       if (claimMs === undefined || baselineMs === undefined)
         return { skipped: 'could not parse pgbench output' };
       perRun.push({ claimMs, baselineMs });
+      // Throughput: each script alone at LOADED_CLIENTS, the order alternating from run to run.
+      const order = index % 2 === 0 ? [claim, baseline] : [baseline, claim];
+      const tps = new Map<string, number>();
+      for (const script of order) {
+        const alone = pgbench({ ...common, scripts: [script], clients: LOADED_CLIENTS });
+        if ('skipped' in alone) return alone;
+        tps.set(script, tpsOf(alone.stdout));
+      }
+      const pair = { claimTps: tps.get(claim) ?? Number.NaN, baselineTps: tps.get(baseline) ?? Number.NaN };
+      loaded.perRun.push(pair);
       log(
-        `  pgbench run ${index + 1}: claim+insert+complete ${claimMs.toFixed(3)} ms, insert ${baselineMs.toFixed(3)} ms`,
+        `  pgbench run ${index + 1}: 1 client: claim+insert+complete ${claimMs.toFixed(3)} ms, insert ` +
+          `${baselineMs.toFixed(3)} ms; ${LOADED_CLIENTS} clients: ${pair.claimTps.toFixed(0)} / ` +
+          `${pair.baselineTps.toFixed(0)} tps`,
       );
     }
     return {
@@ -106,6 +170,7 @@ export function run({ options, stack }: SectionContext): PgbenchFloor | Skipped 
       ratio: median(perRun.map((r) => r.claimMs / r.baselineMs)),
       runs: options.runs,
       perRun,
+      loaded,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -114,12 +179,19 @@ export function run({ options, stack }: SectionContext): PgbenchFloor | Skipped 
 
 export function figures(floor: PgbenchFloor | Skipped, options: BenchOptions): Figure[] {
   if ('skipped' in floor) return [];
+  const { clients, perRun } = floor.loaded;
   return [
     figure({
       id: 'floor',
       label: 'pgbench floor (claim tx / insert tx)',
       runs: floor.perRun.map((r) => r.claimMs / r.baselineMs),
-      detail: `claim+insert+complete ${floor.claimMs.toFixed(3)} ms / insert ${floor.baselineMs.toFixed(3)} ms (pgbench, 1 client, ${options.pgbenchSeconds} s × ${floor.runs})`,
+      detail: `claim+insert+complete ${floor.claimMs.toFixed(3)} ms / insert ${floor.baselineMs.toFixed(3)} ms (pgbench, 1 client, the store's round trips, ${options.pgbenchSeconds} s × ${floor.runs})`,
+    }),
+    figure({
+      id: 'floor-loaded',
+      label: `pgbench floor @${clients} clients, throughput (claim tx / insert tx)`,
+      runs: perRun.map((r) => r.claimTps / r.baselineTps),
+      detail: `${median(perRun.map((r) => r.claimTps)).toFixed(0)} / ${median(perRun.map((r) => r.baselineTps)).toFixed(0)} transactions/s (pgbench, ${clients} clients, each script alone, ${options.pgbenchSeconds} s × ${perRun.length} pairs, the order alternating): the SQL alone, Postgres the whole load`,
     }),
   ];
 }

@@ -2,17 +2,20 @@
  * (b) Idem, outside Next: `@idem/idempotency/trpc` `transactional()` on a tRPC standalone server, with the Prisma
  * store. `bench.protected` and `bench.unprotected` run the same handler; the only difference is the middleware
  * (the claim, the handler's insert and the stored result commit in ONE transaction). `bench.noop` runs no handler:
- * the floor of any answer on this server; `bench.oneMoreStatement` runs it with one more statement (`select 1`). No transformer on this router, so the idempotency layer gets the
- * identity transformer (its replay is then byte-identical JSON).
+ * the floor of any answer on this server; `bench.oneMoreStatement` runs it with one more statement (`select 1`);
+ * `bench.protectedWithoutSql` runs it behind the same middleware over a store that writes nothing
+ * (store-without-sql.ts): the library's JavaScript alone. No transformer on this router, so the idempotency layer
+ * gets the identity transformer (its replay is then byte-identical JSON).
  */
 import type { Database } from '@idem/db';
-import { createReplayCache, type IdempotencyOptions } from '@idem/idempotency';
+import { createReplayCache, type IdempotencyOptions, type IdempotencyStore } from '@idem/idempotency';
 import { createPrismaIdempotencyStore, type PrismaTransactionLike } from '@idem/idempotency/prisma';
 import { createIdempotency } from '@idem/idempotency/trpc';
 import { initTRPC } from '@trpc/server';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { z } from 'zod';
 import { insertEffect, runEffect, runEffectAndOneStatement } from '../effect.ts';
+import { storeWithoutSql } from './store-without-sql.ts';
 import type { StartServer } from './types.ts';
 
 interface BenchContext {
@@ -42,9 +45,12 @@ function toHeaders(raw: NodeJS.Dict<string | string[]>): Headers {
 
 function createBenchRouter(db: Database, fastPath: object) {
   const t = initTRPC.context<BenchContext>().create();
-  const layer = (defaults: IdempotencyOptions) =>
+  const layer = (
+    defaults: IdempotencyOptions,
+    store: IdempotencyStore<PrismaTransactionLike<Database>> = createPrismaIdempotencyStore(db, { fastPath }),
+  ) =>
     createIdempotency<BenchContext, PrismaTransactionLike<Database>>({
-      store: createPrismaIdempotencyStore(db, { fastPath }),
+      store,
       transformer: identityTransformer,
       getScope: (ctx) => ctx.scope,
       getRequestHeaders: (ctx) => ctx.headers,
@@ -58,6 +64,8 @@ function createBenchRouter(db: Database, fastPath: object) {
   const withReplayCache = layer({
     replayCache: createReplayCache({ maxEntries: 100_000, rememberCommitted: true }),
   });
+  // An experiment: the same middleware over a store that writes nothing (it protects nothing).
+  const withoutSql = layer({}, storeWithoutSql(db));
   return t.router({
     bench: t.router({
       unprotected: t.procedure.input(benchInput).mutation(({ input }) => runEffect(db, input.n)),
@@ -69,6 +77,10 @@ function createBenchRouter(db: Database, fastPath: object) {
         .mutation(({ input }) => runEffectAndOneStatement(db, input.n)),
       protected: t.procedure
         .concat(idempotency.transactional())
+        .input(benchInput)
+        .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
+      protectedWithoutSql: t.procedure
+        .concat(withoutSql.transactional())
         .input(benchInput)
         .mutation(({ ctx, input }) => insertEffect(ctx.idempotency.tx, input.n)),
       protectedReplayCache: t.procedure
