@@ -88,6 +88,7 @@ const TARGETS = {
   'job-dedupe': INFORMATION,
   floor: INFORMATION,
   'floor-loaded': INFORMATION,
+  'floor-bare-loaded': INFORMATION,
 } satisfies Record<string, FigureTarget>;
 
 export type FigureId = keyof typeof TARGETS;

@@ -1,7 +1,7 @@
 /** The pgbench floor's script: the store's recorded statements, bound for pgbench, in the fast path's round trips. */
 import { describe, expect, it } from 'vitest';
 import { recordedStatements } from '../src/profile/recorded-statements.ts';
-import { BASELINE_SCRIPT, idemScript } from '../src/sections/pgbench-floor.ts';
+import { BASELINE_SCRIPT, bareScript, idemScript } from '../src/sections/pgbench-floor.ts';
 
 describe('idemScript', () => {
   it("binds the store's own statements, every key new, BEGIN with the claim and the completion with the COMMIT", async () => {
@@ -25,6 +25,20 @@ describe('idemScript', () => {
     const last = lines.lastIndexOf('\\startpipeline');
     expect(lines[last + 1]).toMatch(/^update "idempotency_keys" set state = 'completed'/);
     expect(lines.slice(-3)).toEqual(['commit;', '\\endpipeline', '']);
+  });
+
+  it("writes the bare record with the claim's own values and the completion's response", async () => {
+    const statements = await recordedStatements();
+    const bare = bareScript(statements);
+    const idem = idemScript(statements);
+    expect(bare).not.toMatch(/\$\d/);
+    const [, , , fingerprint, , owner] = statements.claimParams('', '', '');
+    expect(bare).toContain(`'${String(fingerprint)}', 'completed', '${String(owner)}'::uuid`);
+    expect(bare).toContain(`set response = '{"kind":"output"`);
+    // The same round trips as Idem's: the same script around other statements.
+    const shape = (script: string) =>
+      script.split('\n').filter((line) => /^(\\|begin|commit|insert into bench)/.test(line));
+    expect(shape(bare)).toEqual(shape(idem));
   });
 
   it('times the insert alone as Prisma sends it: BEGIN, insert, COMMIT, one round trip each', () => {

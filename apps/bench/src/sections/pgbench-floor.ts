@@ -29,7 +29,7 @@ export const name = 'pgbench floor';
 const LOADED_CLIENTS = 32;
 
 export function plannedSeconds(options: BenchOptions): number {
-  return options.pgbenchSeconds === 0 ? 0 : 3 * options.runs * options.pgbenchSeconds;
+  return options.pgbenchSeconds === 0 ? 0 : (1 + SCRIPTS.length) * options.runs * options.pgbenchSeconds;
 }
 
 /** `value` as an SQL literal for a pgbench script (the recorded parameters: text and numbers). */
@@ -51,17 +51,11 @@ function bind(sql: string, params: string[]): string {
   });
 }
 
-/** Idem's transaction as pgbench SQL, every key new (`:k`), each statement ended for pgbench. */
-export function idemScript(statements: IdemStatements): string {
-  // $1–$3 the key (every key new: `:k`), the rest as the store recorded them.
-  const params = (recorded: unknown[]) => [
-    literal('pgbench'),
-    literal('bench.protected'),
-    `'k' || :k`,
-    ...recorded.slice(3).map(literal),
-  ];
-  const claim = bind(statements.claim, params(statements.claimParams('', '', '')));
-  const complete = bind(statements.complete, params(statements.completeParams('', '', '')));
+const EFFECT = `${INSERT_EFFECT.replace('$1', ':n')};`;
+const KEY = { scope: literal('pgbench'), procedure: literal('bench.protected'), key: `'k' || :k` };
+
+/** A transaction in the fast path's three round trips: BEGIN with `claim`, the effect, `complete` with COMMIT. */
+function claimedTransaction(claim: string, complete: string): string {
   return [
     '\\set n random(1, 1000000)',
     '\\set k random(1, 9000000000000000)',
@@ -69,7 +63,7 @@ export function idemScript(statements: IdemStatements): string {
     'begin;',
     `${claim.trim()};`,
     '\\endpipeline',
-    `${INSERT_EFFECT.replace('$1', ':n')};`,
+    EFFECT,
     '\\startpipeline',
     `${complete.trim()};`,
     'commit;',
@@ -78,13 +72,45 @@ export function idemScript(statements: IdemStatements): string {
   ].join('\n');
 }
 
-export const BASELINE_SCRIPT = [
-  '\\set n random(1, 1000000)',
-  'begin;',
-  `${INSERT_EFFECT.replace('$1', ':n')};`,
-  'commit;',
-  '',
-].join('\n');
+/** Idem's transaction as pgbench SQL, every key new (`:k`), each statement ended for pgbench. */
+export function idemScript(statements: IdemStatements): string {
+  // $1–$3 the key, the rest as the store recorded them.
+  const params = (recorded: unknown[]) => [
+    KEY.scope,
+    KEY.procedure,
+    KEY.key,
+    ...recorded.slice(3).map(literal),
+  ];
+  return claimedTransaction(
+    bind(statements.claim, params(statements.claimParams('', '', ''))),
+    bind(statements.complete, params(statements.completeParams('', '', ''))),
+  );
+}
+
+/**
+ * The least a record in the handler's transaction can cost: a bare `INSERT … ON CONFLICT DO NOTHING` of the key's
+ * row (no in-flight cap, no lock timeout, no read of a duplicate's row) and one `UPDATE` of it with the response,
+ * in the same round trips as Idem's. The same table, indexes and values as `idemScript`'s.
+ */
+export function bareScript(statements: IdemStatements): string {
+  const [, , , fingerprint, retentionSeconds, owner] = statements.claimParams('', '', '').map(literal);
+  const [, , , , response, httpStatus] = statements.completeParams('', '', '').map(literal);
+  const where = `scope = ${KEY.scope} and procedure = ${KEY.procedure} and key = ${KEY.key}`;
+  return claimedTransaction(
+    `insert into "idempotency_keys" (scope, procedure, key, fingerprint, state, lease_owner, created_at, expires_at)
+     values (${KEY.scope}, ${KEY.procedure}, ${KEY.key}, ${fingerprint}, 'completed', ${owner}::uuid, now(),
+       now() + make_interval(secs => ${retentionSeconds}::double precision))
+     on conflict (scope, procedure, key) do nothing`,
+    `update "idempotency_keys" set response = ${response}, http_status = ${httpStatus}, lease_owner = null
+     where ${where}`,
+  );
+}
+
+export const BASELINE_SCRIPT = ['\\set n random(1, 1000000)', 'begin;', EFFECT, 'commit;', ''].join('\n');
+
+/** The three transactions the floor times (the scripts above). */
+const SCRIPTS = ['claim', 'bare', 'baseline'] as const;
+type ScriptName = (typeof SCRIPTS)[number];
 
 export interface PgbenchFloor {
   /** Average latency of the claim transaction, ms (median over the runs), 1 client. */
@@ -94,10 +120,10 @@ export interface PgbenchFloor {
   /** Median of the per-run latency ratios, 1 client. */
   ratio: number;
   runs: number;
-  /** Each run's averages, ms, 1 client. */
-  perRun: Array<{ claimMs: number; baselineMs: number }>;
-  /** At LOADED_CLIENTS clients: each pair of runs' transactions per second, each script alone. */
-  loaded: { clients: number; perRun: Array<{ claimTps: number; baselineTps: number }> };
+  /** Each run's average latencies, ms, 1 client: Idem's transaction, the bare record's, the insert alone. */
+  perRun: Array<{ claimMs: number; bareMs: number; baselineMs: number }>;
+  /** At LOADED_CLIENTS clients: each run's transactions per second, each script alone. */
+  loaded: { clients: number; perRun: Array<Record<`${ScriptName}Tps`, number>> };
 }
 
 interface Pgbench {
@@ -123,45 +149,47 @@ const tpsOf = (stdout: string) => Number(/tps = ([\d.]+)/.exec(stdout)?.[1] ?? N
 
 export async function run({ options, stack }: SectionContext): Promise<PgbenchFloor | Skipped> {
   log(
-    `pgbench floor (${options.pgbenchSeconds} s × ${options.runs} runs, 1 client; ×2 at ${LOADED_CLIENTS})`,
+    `pgbench floor (${options.pgbenchSeconds} s × ${options.runs} runs, 1 client; ×3 at ${LOADED_CLIENTS})`,
   );
   if (options.pgbenchSeconds === 0) return { skipped: 'BENCH_PGBENCH_SECONDS=0' };
   if (spawnSync('pgbench', ['--version'], { encoding: 'utf8' }).status !== 0)
     return { skipped: 'no pgbench' };
   const dir = mkdtempSync(path.join(os.tmpdir(), 'idem-pgbench-'));
   try {
-    const claim = path.join(dir, 'claim.sql');
-    const baseline = path.join(dir, 'baseline.sql');
-    writeFileSync(claim, idemScript(await recordedStatements()));
-    writeFileSync(baseline, BASELINE_SCRIPT);
+    const statements = await recordedStatements();
+    const contents: Record<ScriptName, string> = {
+      claim: idemScript(statements),
+      bare: bareScript(statements),
+      baseline: BASELINE_SCRIPT,
+    };
+    const file = (script: ScriptName) => path.join(dir, `${script}.sql`);
+    for (const script of SCRIPTS) writeFileSync(file(script), contents[script]);
     const common = { seconds: options.pgbenchSeconds, databaseUrl: stack.databaseUrl };
     const perRun: PgbenchFloor['perRun'] = [];
     const loaded: PgbenchFloor['loaded'] = { clients: LOADED_CLIENTS, perRun: [] };
     for (let index = 0; index < options.runs; index += 1) {
-      // Both scripts in ONE run (-f … -f …): transactions of the two kinds interleave at random.
-      const both = pgbench({ ...common, scripts: [claim, baseline], clients: 1 });
-      if ('skipped' in both) return both;
-      const averages = [...both.stdout.matchAll(/SQL script \d+:[\s\S]*?latency average = ([\d.]+) ms/g)].map(
-        (match) => Number(match[1]),
-      );
-      const [claimMs, baselineMs] = averages;
-      if (claimMs === undefined || baselineMs === undefined)
+      // The three scripts in ONE run (-f … -f … -f …): transactions of the three kinds interleave at random.
+      const together = pgbench({ ...common, scripts: SCRIPTS.map(file), clients: 1 });
+      if ('skipped' in together) return together;
+      const [claimMs, bareMs, baselineMs] = [
+        ...together.stdout.matchAll(/SQL script \d+:[\s\S]*?latency average = ([\d.]+) ms/g),
+      ].map((match) => Number(match[1]));
+      if (claimMs === undefined || bareMs === undefined || baselineMs === undefined)
         return { skipped: 'could not parse pgbench output' };
-      perRun.push({ claimMs, baselineMs });
-      // Throughput: each script alone at LOADED_CLIENTS, the order alternating from run to run.
-      const order = index % 2 === 0 ? [claim, baseline] : [baseline, claim];
-      const tps = new Map<string, number>();
+      perRun.push({ claimMs, bareMs, baselineMs });
+      // Throughput: each script alone at LOADED_CLIENTS, the order rotating from run to run.
+      const order = SCRIPTS.map((_, at) => SCRIPTS[(at + index) % SCRIPTS.length] as ScriptName);
+      const tps = { claimTps: Number.NaN, bareTps: Number.NaN, baselineTps: Number.NaN };
       for (const script of order) {
-        const alone = pgbench({ ...common, scripts: [script], clients: LOADED_CLIENTS });
+        const alone = pgbench({ ...common, scripts: [file(script)], clients: LOADED_CLIENTS });
         if ('skipped' in alone) return alone;
-        tps.set(script, tpsOf(alone.stdout));
+        tps[`${script}Tps`] = tpsOf(alone.stdout);
       }
-      const pair = { claimTps: tps.get(claim) ?? Number.NaN, baselineTps: tps.get(baseline) ?? Number.NaN };
-      loaded.perRun.push(pair);
+      loaded.perRun.push(tps);
       log(
-        `  pgbench run ${index + 1}: 1 client: claim+insert+complete ${claimMs.toFixed(3)} ms, insert ` +
-          `${baselineMs.toFixed(3)} ms; ${LOADED_CLIENTS} clients: ${pair.claimTps.toFixed(0)} / ` +
-          `${pair.baselineTps.toFixed(0)} tps`,
+        `  pgbench run ${index + 1}: 1 client: Idem ${claimMs.toFixed(3)} ms, bare record ${bareMs.toFixed(3)} ` +
+          `ms, insert alone ${baselineMs.toFixed(3)} ms; ${LOADED_CLIENTS} clients: ${tps.claimTps.toFixed(0)} / ` +
+          `${tps.bareTps.toFixed(0)} / ${tps.baselineTps.toFixed(0)} tps`,
       );
     }
     return {
@@ -180,18 +208,26 @@ export async function run({ options, stack }: SectionContext): Promise<PgbenchFl
 export function figures(floor: PgbenchFloor | Skipped, options: BenchOptions): Figure[] {
   if ('skipped' in floor) return [];
   const { clients, perRun } = floor.loaded;
+  const tps = (script: ScriptName) => median(perRun.map((r) => r[`${script}Tps`])).toFixed(0);
+  const how = `${options.pgbenchSeconds} s × ${perRun.length}`;
   return [
     figure({
       id: 'floor',
       label: 'pgbench floor (claim tx / insert tx)',
       runs: floor.perRun.map((r) => r.claimMs / r.baselineMs),
-      detail: `claim+insert+complete ${floor.claimMs.toFixed(3)} ms / insert ${floor.baselineMs.toFixed(3)} ms (pgbench, 1 client, the store's round trips, ${options.pgbenchSeconds} s × ${floor.runs})`,
+      detail: `claim+insert+complete ${floor.claimMs.toFixed(3)} ms / insert ${floor.baselineMs.toFixed(3)} ms; the bare record ${median(floor.perRun.map((r) => r.bareMs)).toFixed(3)} ms (pgbench, 1 client, the store's round trips, ${how})`,
     }),
     figure({
       id: 'floor-loaded',
       label: `pgbench floor @${clients} clients, throughput (claim tx / insert tx)`,
       runs: perRun.map((r) => r.claimTps / r.baselineTps),
-      detail: `${median(perRun.map((r) => r.claimTps)).toFixed(0)} / ${median(perRun.map((r) => r.baselineTps)).toFixed(0)} transactions/s (pgbench, ${clients} clients, each script alone, ${options.pgbenchSeconds} s × ${perRun.length} pairs, the order alternating): the SQL alone, Postgres the whole load`,
+      detail: `${tps('claim')} / ${tps('baseline')} transactions/s (pgbench, ${clients} clients, each script alone, ${how}, the order rotating): the SQL alone, Postgres the whole load`,
+    }),
+    figure({
+      id: 'floor-bare-loaded',
+      label: `pgbench @${clients} clients: the bare record (insert on the key + update) / insert tx`,
+      runs: perRun.map((r) => r.bareTps / r.baselineTps),
+      detail: `${tps('bare')} / ${tps('baseline')} transactions/s (same runs): the least any record written in the handler's transaction costs; Idem's statements ÷ the bare record's: ${median(perRun.map((r) => r.claimTps / r.bareTps)).toFixed(2)}`,
     }),
   ];
 }
