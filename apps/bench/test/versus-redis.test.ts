@@ -20,6 +20,13 @@ function round(idemRps: number, peerRps: number, replay: { idem: number; first: 
       'node-idempotency': peerRps,
       powertools: peerRps - 100,
     }),
+    p2CpuMs: {
+      trpc: { server: 1, postgres: 0.5, redis: 0 },
+      idem: { server: 1.25, postgres: 0.75, redis: 0 },
+      'idem-without-sql': { server: 1.05, postgres: 0.5, redis: 0 },
+      none: { server: 1, postgres: 0.5, redis: 0.01 },
+      'node-idempotency': { server: 1.1, postgres: 0.5, redis: 0.04 },
+    },
     replay: {
       idem: { firstP50: replay.first, replayP50: replay.idem, rowsWritten: 0 },
       'idem-replay-cache': { firstP50: replay.first, replayP50: replay.idem / 2, rowsWritten: 0 },
@@ -65,8 +72,13 @@ describe('versusRedis', () => {
     const throughput = table.rows[0];
     expect(throughput?.runs.idem).toEqual([0.9, 0.96, 0.8]);
     expect(throughput?.runs['node-idempotency']).toEqual([0.95, 0.94, 0.9]);
-    expect(table.rows[1]?.runs.idem).toEqual([0.5, 0.3, 0.2]);
-    expect(table.rows[2]?.runs.idem).toEqual([2 / 1.5, 2 / 1.5, 2 / 1.5]);
+    // CPU per request of the whole stack: Idem (1.25 + 0.75) ÷ tRPC (1 + 0.5); node-idempotency with Redis's share.
+    expect(table.rows[1]?.runs.idem).toEqual([2 / 1.5, 2 / 1.5, 2 / 1.5]);
+    expect(table.rows[1]?.runs['node-idempotency']?.[0]).toBeCloseTo(1.64 / 1.51);
+    // An arm without CPU figures (an older results file) has no ratio, not a made-up one.
+    expect(table.rows[1]?.runs.powertools).toEqual([Number.NaN, Number.NaN, Number.NaN]);
+    expect(table.rows[2]?.runs.idem).toEqual([0.5, 0.3, 0.2]);
+    expect(table.rows[3]?.runs.idem).toEqual([2 / 1.5, 2 / 1.5, 2 / 1.5]);
   });
 
   it("judges throughput on Idem's lead over the best Redis peer round by round", () => {
@@ -79,6 +91,9 @@ describe('versusRedis', () => {
     expect(throughput?.detail).toContain('`select 1` more): 0.85 (0.85–0.85, 3 runs)');
     // The middleware over a store that writes nothing: 930 ÷ 1000.
     expect(throughput?.detail).toContain('writes nothing): 0.93 (0.93–0.93, 3 runs)');
+    // Idem's extra CPU per request against tRPC's, and its JavaScript alone's.
+    expect(throughput?.detail).toContain('Idem server +0.25 ms, Postgres +0.25 ms');
+    expect(throughput?.detail).toContain('alone: server +0.05 ms, Postgres +0.00 ms');
   });
 
   it("judges the replay target on Idem's median and shows the tRPC floor of the same rounds", () => {

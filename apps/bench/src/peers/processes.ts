@@ -12,6 +12,8 @@ import type { ServerName } from './server-names.ts';
 export interface ServerProcess {
   name: string;
   url: string;
+  /** The server's process id (for its CPU time); 0 when the platform gave none. */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -70,6 +72,7 @@ export async function startServerProcess(
   return {
     name,
     url: `http://127.0.0.1:${port}`,
+    pid: child.pid ?? 0,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');

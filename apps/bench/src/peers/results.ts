@@ -9,9 +9,21 @@ export interface BurstOutcome {
   wallMs: number;
 }
 
+/** CPU milliseconds per request of one timed throughput window, by process role. */
+export interface CpuPerRequest {
+  /** The arm's server process. */
+  server: number;
+  /** The Postgres backends of the bench's database (every server's pool). */
+  postgres: number;
+  /** The Redis server (the Redis peers' store; idle for the others). */
+  redis: number;
+}
+
 export interface RoundResult {
   p1Ms: Record<ArmId, number>;
   p2Rps: Record<ArmId, number>;
+  /** CPU per request during each arm's throughput window (the same window as `p2Rps`). */
+  p2CpuMs: Partial<Record<ArmId, CpuPerRequest>>;
   replay: Partial<Record<ArmId, { firstP50: number; replayP50: number; rowsWritten: number }>>;
   bursts: Partial<Record<VariantId, { oneInstance: BurstOutcome; twoInstances?: BurstOutcome }>>;
   /** Non-2xx answers and connection errors during the timed parts, per arm. */

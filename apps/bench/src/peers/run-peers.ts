@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { cycleThrough } from '../cannon.ts';
+import { type CpuRoles, pidsWhere, startCpuWindow } from '../proc-cpu.ts';
 import { benchRoot } from '../repository.ts';
 import { median, rotate } from '../stats.ts';
 import { KEY_PREFIX, MARKER_BASE, type PeerSettings } from './config.ts';
@@ -35,7 +36,7 @@ import {
 import { type Answer, burst, cannon, post } from './load.ts';
 import { type ServerProcess, startServerProcess } from './processes.ts';
 import { withRedis } from './redis-keys.ts';
-import type { BurstOutcome, PeersResult, Probe, ProbeAnswer, RoundResult } from './results.ts';
+import type { BurstOutcome, CpuPerRequest, PeersResult, Probe, ProbeAnswer, RoundResult } from './results.ts';
 import { type ServerName, serverNames } from './server-names.ts';
 import { summarizeArm, summarizeVariant } from './summarize.ts';
 
@@ -115,6 +116,14 @@ export async function runPeerBench(options: PeersOptions): Promise<PeersResult> 
     const secondary = Object.fromEntries(
       protectedServers.map((name, i) => [name, secondaryList[i]?.url ?? '']),
     ) as Partial<Record<ServerName, string>>;
+    // The processes whose CPU a throughput window counts: the arm's server, the database's backends, Redis.
+    const database = new URL(options.databaseUrl).pathname.slice(1);
+    const serverPid = (id: ArmId) => primaryList[serverNames.indexOf(arms[id].server)]?.pid ?? 0;
+    const cpuRoles = (id: ArmId): CpuRoles<keyof CpuPerRequest> => ({
+      server: () => [serverPid(id)],
+      postgres: () => pidsWhere((title) => title.startsWith('postgres: ') && title.includes(` ${database} `)),
+      redis: () => pidsWhere((commandLine) => commandLine.startsWith('redis-server')),
+    });
     const armUrl = (id: ArmId) => `${primary[arms[id].server]}${arms[id].path}`;
     const variantUrls = (id: VariantId, instances: 1 | 2) => {
       const { server, path: route } = variants[id];
@@ -149,6 +158,7 @@ export async function runPeerBench(options: PeersOptions): Promise<PeersResult> 
       const result: RoundResult = {
         p1Ms: {} as Record<ArmId, number>,
         p2Rps: {} as Record<ArmId, number>,
+        p2CpuMs: {},
         replay: {},
         bursts: {},
         failures: {},
@@ -171,11 +181,19 @@ export async function runPeerBench(options: PeersOptions): Promise<PeersResult> 
       for (const group of order) {
         const parts: string[] = [];
         for (const id of group) {
+          const stopCpu = startCpuWindow(cpuRoles(id));
           const sample = await cannon(armUrl(id), {
             connections: settings.p2Connections,
             duration: settings.p2Seconds,
           });
+          const cpu = stopCpu();
           result.p2Rps[id] = sample.ok / sample.seconds;
+          const perRequest = (seconds: number) => (1000 * seconds) / Math.max(1, sample.ok);
+          result.p2CpuMs[id] = {
+            server: perRequest(cpu.server),
+            postgres: perRequest(cpu.postgres),
+            redis: perRequest(cpu.redis),
+          };
           addFailures(id, sample.failed);
           parts.push(
             `${id} ${fmt(result.p2Rps[id], 0)} req/s${sample.failed ? ` (${sample.failed} failed)` : ''}`,

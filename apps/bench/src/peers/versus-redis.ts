@@ -26,6 +26,17 @@ const firstRatio: Measure = (round, id) => {
   return baseline ? round.p1Ms[id] / round.p1Ms[baseline] : Number.NaN;
 };
 
+/** CPU milliseconds per request of an arm's throughput window, its whole stack: server, Postgres, Redis. */
+const stackCpu = (round: Round, id: ArmId) => {
+  const cpu = round.p2CpuMs?.[id];
+  return cpu ? cpu.server + cpu.postgres + cpu.redis : Number.NaN;
+};
+/** A round's whole-stack CPU per request, protected ÷ its own framework's unprotected (the inverse of throughput). */
+const cpuRatio: Measure = (round, id) => {
+  const baseline = arms[id].baseline;
+  return baseline ? stackCpu(round, id) / stackCpu(round, baseline) : Number.NaN;
+};
+
 /** The table's rows: what is measured, how, and the issue's "before" per contender (its two runs). */
 const ROWS: Array<{ label: string; measure: Measure; before: Partial<Record<ArmId, string>> }> = [
   {
@@ -37,6 +48,11 @@ const ROWS: Array<{ label: string; measure: Measure; before: Partial<Record<ArmI
       powertools: '1.00 / 0.83',
       'express-idempotency': '0.56 / 0.55',
     },
+  },
+  {
+    label: 'CPU per request @32 (its server + Postgres + Redis), protected ÷ its own unprotected server',
+    measure: cpuRatio,
+    before: {},
   },
   {
     label: 'replay p50 ÷ first-execution p50',
@@ -111,6 +127,12 @@ export function versusRedis(peers: PeersResult): VersusRedis {
   const oneStatementCeiling = perRound((round) => round.p2Rps['trpc-one-more-statement'] / round.p2Rps.trpc);
   // The library's JavaScript alone: the same middleware over a store that writes nothing.
   const javaScriptAlone = perRound((round) => round.p2Rps['idem-without-sql'] / round.p2Rps.trpc);
+  // Where Idem's extra CPU per request goes, against the unprotected route of the same round, in ms.
+  const extraMs = (id: ArmId, part: 'server' | 'postgres') =>
+    perRound(
+      (round) => (round.p2CpuMs?.[id]?.[part] ?? Number.NaN) - (round.p2CpuMs?.trpc?.[part] ?? Number.NaN),
+    );
+  const ms = (runs: number[]) => `${median(runs) >= 0 ? '+' : ''}${median(runs).toFixed(2)} ms`;
 
   // Replay: the floor of any answer on the tRPC server (a route with no work) ÷ Idem's first execution.
   const replayFloor = perRound(
@@ -131,7 +153,10 @@ export function versusRedis(peers: PeersResult): VersusRedis {
         detail:
           `Idem ${shown(idemThroughput)} vs the best Redis peer ${shown(bestThroughput)}; Idem ahead in ${ahead} of ` +
           `${rounds.length} rounds. Its JavaScript alone (the same middleware over a store that writes nothing): ` +
-          `${shown(javaScriptAlone)}; the rest is its SQL. The ceiling of any claim that costs one statement in ` +
+          `${shown(javaScriptAlone)}; the rest is its SQL. CPU per request against the unprotected route: Idem ` +
+          `server ${ms(extraMs('idem', 'server'))}, Postgres ${ms(extraMs('idem', 'postgres'))}; its JavaScript ` +
+          `alone: server ${ms(extraMs('idem-without-sql', 'server'))}, Postgres ` +
+          `${ms(extraMs('idem-without-sql', 'postgres'))}. The ceiling of any claim that costs one statement in ` +
           `the transaction (the same route with one \`select 1\` more): ${shown(oneStatementCeiling)}. ` +
           "The SQL alone at 32 clients: issue 14's pgbench rows. Where a request waits: " +
           '`pnpm bench:load-profile`, "Where a protected request waits at 32 connections"',

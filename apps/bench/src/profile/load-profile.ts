@@ -19,8 +19,8 @@
  * (compare two with `bench:cpuprofile <a> --against <b> --per <requests>`; the profiler costs throughput).
  * Needs `pnpm build` first (the test server runs from apps/web's build), like `pnpm bench`.
  */
-import { type ChildProcess, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -29,6 +29,7 @@ import pg from 'pg';
 import { intKnob, listKnob, stringKnob } from '../knobs.ts';
 import { log } from '../log.ts';
 import { parseBenchOptions } from '../options.ts';
+import { cpuSeconds } from '../proc-cpu.ts';
 import { messageOf, repoRoot } from '../repository.ts';
 import { cannon, type Procedure } from '../requests.ts';
 import { startStack, stopOnSignals } from '../stack.ts';
@@ -63,22 +64,6 @@ const RESULTS = path.resolve(
 /** The probe resizes the server's pools to this (load-probe.ts); null: the app's own size. */
 const POOL_MAX = intKnob(env, 'BENCH_LOAD_POOL_MAX', 0) || null;
 const CPU_PROF = stringKnob(env, 'BENCH_LOAD_CPU_PROF', '');
-
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
-
-/** CPU seconds (user + system) of a process so far, or null when /proc has no such process. */
-function cpuSeconds(pid: number): number | null {
-  const file = `/proc/${pid}/stat`;
-  if (!existsSync(file)) return null;
-  try {
-    // The fields after the command name (which may hold spaces, in parentheses): utime is the 12th of them.
-    const stat = readFileSync(file, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-  } catch {
-    return null;
-  }
-}
 
 /** A thread's time on a core and waiting for one (runnable), seconds, from /proc/<pid>/schedstat. */
 function schedstat(pid: number): { onCpu: number; waiting: number } | null {
