@@ -61,7 +61,7 @@ export const arms: Record<ArmId, Arm> = {
   },
   'trpc-one-more-statement': {
     id: 'trpc-one-more-statement',
-    label: 'tRPC route with one more statement in its transaction (the ceiling of a database claim)',
+    label: 'tRPC route with one more round trip in its transaction (`select 1`)',
     server: 'idem',
     path: '/bench.oneMoreStatement',
     baseline: null,

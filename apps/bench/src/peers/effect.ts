@@ -41,8 +41,8 @@ export function parseInput(body: unknown): { n: number } | null {
 }
 
 /**
- * THE handler with one more statement in its transaction (`select 1`): what any claim decided by the database
- * adds at the least, timed as the ceiling of a claim that costs one round trip and nothing else.
+ * THE handler with one more statement in its transaction (`select 1`), sent as a round trip of its own: the price
+ * of one round trip in the transaction. Idem's claim and completion add none (they ride with BEGIN and COMMIT).
  */
 export function runEffectAndOneStatement(db: Database, n: number): Promise<Effect> {
   return db.$transaction(async (tx) => {

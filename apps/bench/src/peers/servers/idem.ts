@@ -71,7 +71,7 @@ function createBenchRouter(db: Database, fastPath: object) {
       unprotected: t.procedure.input(benchInput).mutation(({ input }) => runEffect(db, input.n)),
       // The same input parsed and answered with no database work: the floor of any answer on this server.
       noop: t.procedure.input(benchInput).mutation(({ input }) => ({ n: input.n })),
-      // The same handler and one more statement in its transaction: the least a database claim can add.
+      // The same handler and one more round trip in its transaction (`select 1`): the price of a round trip.
       oneMoreStatement: t.procedure
         .input(benchInput)
         .mutation(({ input }) => runEffectAndOneStatement(db, input.n)),
