@@ -182,6 +182,10 @@ describe('the fast path', () => {
     const client = createPrismaClient({ adapter: fast });
     const late = createPrismaIdempotencyStore(client, { fastPath: fast });
     try {
+      // Connected first, and a start bound (maxWait = timeoutMs) no loaded machine reaches: the transaction must
+      // start and then time out — not fail to start, which would leave the completion below outside any
+      // transaction for another reason (a CI run under load once did).
+      await client.$queryRawUnsafe('select 1');
       const request = claimRequest();
       let closedTx: Tx | undefined;
       await expect(
@@ -189,12 +193,15 @@ describe('the fast path', () => {
           async (tx) => {
             await late.claim(request, tx);
             closedTx = tx;
-            // Outlive the transaction's timeout (timeoutMs + lockTimeoutMs): Prisma rolls it back.
-            await new Promise((resolve) => setTimeout(resolve, 1_200));
+            // Outlive the transaction's timeout (timeoutMs + lockTimeoutMs): wait until Prisma has begun to roll
+            // it back (the fast path then refuses it), however late the timer fires on a loaded machine.
+            while (fastPathOf(fast)?.executor(tx) !== undefined)
+              await new Promise((resolve) => setTimeout(resolve, 20));
           },
-          { lockTimeoutMs: 100, timeoutMs: 500 },
+          { lockTimeoutMs: 100, timeoutMs: 2_000 },
         ),
-      ).rejects.toThrow();
+      ).rejects.toThrow(/expired|timeout|timed out/i);
+      expect(closedTx).toBeDefined();
       // The late completion is refused, by Prisma, as a statement on a closed transaction.
       await expect(late.complete(keyOf(request), request.owner, output, closedTx)).rejects.toThrow(
         /transaction/i,

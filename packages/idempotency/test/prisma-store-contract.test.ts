@@ -97,10 +97,12 @@ describe('transaction bounds', () => {
     });
     const result = await store.transaction(
       async (tx) => {
-        await sleep(600);
+        // Past timeoutMs, well inside timeoutMs + lockTimeoutMs; timeoutMs is also the start bound (maxWait),
+        // so it is kept wide enough for a loaded machine to start the transaction in it.
+        await sleep(1_500);
         return tx.$queryRawUnsafe<Array<{ one: number }>>('select 1 as one');
       },
-      { lockTimeoutMs: 2_500, timeoutMs: 300 },
+      { lockTimeoutMs: 3_000, timeoutMs: 1_000 },
     );
     expect(result).toEqual([{ one: 1 }]);
   });
