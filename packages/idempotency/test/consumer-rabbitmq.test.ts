@@ -239,7 +239,11 @@ describe('RabbitMQ: the idempotent consumer', () => {
     // Delivered at least once: a delivery that waited past its lock timeout on a copy's row lock is released
     // and delivered again (a loaded CI run had 15 such retries), so count acknowledgements — one per copy.
     const acked = (log: Decided[]) => outcomes(log).filter((outcome) => outcome !== 'retry');
-    await expect.poll(() => acked(protectedLogs.flat()).length + acked(controlLog).length).toBe(400);
+    // 400 deliveries, some of them twice or more: a loaded CI run (2026-12-04, run 30) had 387 after the default
+    // 15 s. A generous bound that only a hang reaches.
+    await expect
+      .poll(() => acked(protectedLogs.flat()).length + acked(controlLog).length, { timeout: 90_000 })
+      .toBe(400);
 
     const protectedEffects = await effectsOf(db, name);
     expect([...protectedEffects.keys()].sort()).toEqual([...ids].sort());
@@ -253,7 +257,7 @@ describe('RabbitMQ: the idempotent consumer', () => {
     report.push(
       `three consumers, 100 ids × 2 copies: 100 effects (per consumer ${protectedLogs.map((log) => log.length).join('/')} deliveries) / ${await effectCount(db, controlName)}`,
     );
-  });
+  }, 150_000);
 
   it('a poison message is dead-lettered after N = 3 deliveries, with no effect (CONTROL without the limit: delivered again and again)', async () => {
     const [name, controlName] = [unique('shipping'), unique('control')];
