@@ -173,6 +173,8 @@ async function mustRun(file: string, args: string[], cwd: string): Promise<strin
   return result.stdout;
 }
 
+// Its bound only a hang reaches: the pack and the build wait for the other suites' build lock and, in CI, share
+// the cores with pnpm test (run 31: past 60 s).
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), 'idem-packaging-'));
   const npmDestination = path.join(scratch, 'npm-pack');
@@ -201,7 +203,7 @@ beforeAll(async () => {
   npmExtractedDir = await extractInto(npmTarball, npmConsumerDir);
   packed = JSON.parse(readFileSync(path.join(extractedDir, 'package.json'), 'utf8')) as Manifest;
   await writeFile(path.join(consumerDir, 'src', 'readme-express.ts'), readmeExpressRecipe());
-}, 60_000);
+}, 240_000);
 
 /**
  * The README's Express 5 recipe as a file of a plain Express project: the block verbatim, after declarations of
