@@ -97,12 +97,14 @@ describe('transaction bounds', () => {
     });
     const result = await store.transaction(
       async (tx) => {
-        // Past timeoutMs, well inside timeoutMs + lockTimeoutMs; timeoutMs is also the start bound (maxWait),
-        // so it is kept wide enough for a loaded machine to start the transaction in it.
+        // The work under test: it lasts at least 1.5 s, so past timeoutMs whatever the load (a store bounding
+        // the transaction by timeoutMs alone fails here every time), and the bound it must stay inside,
+        // timeoutMs + lockTimeoutMs, is 21 s: only a hang reaches it. timeoutMs is also the start bound
+        // (maxWait), wide enough for a loaded machine to start the transaction.
         await sleep(1_500);
         return tx.$queryRawUnsafe<Array<{ one: number }>>('select 1 as one');
       },
-      { lockTimeoutMs: 3_000, timeoutMs: 1_000 },
+      { lockTimeoutMs: 20_000, timeoutMs: 1_000 },
     );
     expect(result).toEqual([{ one: 1 }]);
   });
